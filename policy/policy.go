@@ -1,0 +1,206 @@
+// Package policy decides who may see and who may invoke agentgw's endpoints.
+//
+// The zero Policy denies everything. Grants are additive and come only from
+// trusted local configuration; identity comes only from the authenticated
+// stanza 'from', reduced to its bare JID. Visibility (directory, search,
+// endpoint info, vCard, presence, manifests, tools and schemas) and invocation
+// are decided separately: one never implies the other, as the XMPP Agent
+// Gateway ProtoXEP's §"Business Rules" requires.
+package policy
+
+import (
+	"sort"
+
+	"mellium.im/xmpp/jid"
+)
+
+// Wildcard, written out explicitly in a grant, matches every endpoint (or,
+// in an invoke grant's tools, every tool).
+const Wildcard = "*"
+
+// Principal is who a grant names: a whole domain, or one bare JID.
+type Principal struct {
+	// Domain is set for a domain principal ("example.org"): it matches every
+	// JID whose domainpart equals it, and the domain itself.
+	Domain string
+	// JID is set for a bare-JID principal ("carol@remote.example").
+	JID string
+}
+
+// ParsePrincipal parses and normalizes a principal. A string with a
+// localpart is a bare-JID principal; one without is a domain principal. A
+// resourcepart is refused.
+func ParsePrincipal(s string) (Principal, error) {
+	j, err := jid.Parse(s)
+	if err != nil {
+		return Principal{}, err
+	}
+	if j.Resourcepart() != "" {
+		return Principal{}, errResource
+	}
+	if j.Localpart() == "" {
+		return Principal{Domain: j.Domainpart()}, nil
+	}
+	return Principal{JID: j.Bare().String()}, nil
+}
+
+type policyError string
+
+func (e policyError) Error() string { return string(e) }
+
+const errResource = policyError("policy: a principal must not have a resourcepart")
+
+func (p Principal) matches(requester jid.JID) bool {
+	if p.Domain != "" {
+		return requester.Domainpart() == p.Domain
+	}
+	return p.JID != "" && requester.Bare().String() == p.JID
+}
+
+// Grant gives its principals a right over endpoints. Endpoints holds
+// normalized bare JIDs; AllEndpoints is true when the grant named "*".
+type Grant struct {
+	Principals   []Principal
+	Endpoints    []string
+	AllEndpoints bool
+	// Tools applies to invoke grants only: exact tool names, or AllTools.
+	Tools    []string
+	AllTools bool
+}
+
+func (g *Grant) matchesPrincipal(requester jid.JID) bool {
+	for _, p := range g.Principals {
+		if p.matches(requester) {
+			return true
+		}
+	}
+	return false
+}
+
+func (g *Grant) coversEndpoint(endpoint string) bool {
+	if g.AllEndpoints {
+		return true
+	}
+	for _, e := range g.Endpoints {
+		if e == endpoint {
+			return true
+		}
+	}
+	return false
+}
+
+func (g *Grant) coversTool(tool string) bool {
+	if g.AllTools {
+		return true
+	}
+	for _, t := range g.Tools {
+		if t == tool {
+			return true
+		}
+	}
+	return false
+}
+
+// Policy is the operator's authorization policy. It is immutable once built;
+// a reload builds a new one and swaps it in.
+type Policy struct {
+	// LocalDomains are the domains whose accounts are this deployment's own
+	// users (used by self-registration).
+	LocalDomains []string
+	// Admins are bare JIDs allowed to provision endpoints.
+	Admins []string
+	// Visibility and Invoke are the grants, in configuration order.
+	Visibility []Grant
+	Invoke     []Grant
+}
+
+// Scope is the set of endpoints a requester may see. The zero Scope sees
+// nothing.
+type Scope struct {
+	All  bool
+	JIDs []string // sorted, deduplicated, normalized bare JIDs
+}
+
+// VisibleScope returns what requester may see. A nil Policy denies.
+func (p *Policy) VisibleScope(requester jid.JID) Scope {
+	if p == nil {
+		return Scope{}
+	}
+	set := map[string]struct{}{}
+	for i := range p.Visibility {
+		g := &p.Visibility[i]
+		if !g.matchesPrincipal(requester) {
+			continue
+		}
+		if g.AllEndpoints {
+			return Scope{All: true}
+		}
+		for _, e := range g.Endpoints {
+			set[e] = struct{}{}
+		}
+	}
+	if len(set) == 0 {
+		return Scope{}
+	}
+	out := make([]string, 0, len(set))
+	for e := range set {
+		out = append(out, e)
+	}
+	sort.Strings(out)
+	return Scope{JIDs: out}
+}
+
+// CanSee reports whether requester may see endpoint (a normalized bare JID).
+func (p *Policy) CanSee(requester jid.JID, endpoint string) bool {
+	if p == nil {
+		return false
+	}
+	for i := range p.Visibility {
+		g := &p.Visibility[i]
+		if g.matchesPrincipal(requester) && g.coversEndpoint(endpoint) {
+			return true
+		}
+	}
+	return false
+}
+
+// CanInvoke reports whether requester may invoke tool on endpoint.
+func (p *Policy) CanInvoke(requester jid.JID, endpoint, tool string) bool {
+	if p == nil {
+		return false
+	}
+	for i := range p.Invoke {
+		g := &p.Invoke[i]
+		if g.matchesPrincipal(requester) && g.coversEndpoint(endpoint) && g.coversTool(tool) {
+			return true
+		}
+	}
+	return false
+}
+
+// IsAdmin reports whether requester's bare JID is a configured admin.
+func (p *Policy) IsAdmin(requester jid.JID) bool {
+	if p == nil || requester.Localpart() == "" {
+		return false
+	}
+	bare := requester.Bare().String()
+	for _, a := range p.Admins {
+		if a == bare {
+			return true
+		}
+	}
+	return false
+}
+
+// IsLocal reports whether requester's domain is one of the local domains.
+func (p *Policy) IsLocal(requester jid.JID) bool {
+	if p == nil {
+		return false
+	}
+	for _, d := range p.LocalDomains {
+		if requester.Domainpart() == d {
+			return true
+		}
+	}
+	return false
+}
