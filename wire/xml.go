@@ -249,12 +249,16 @@ func attrName(a xml.Attr) string {
 	return a.Name.Local
 }
 
+var (
+	attrEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", "'", "&apos;", "\"", "&quot;")
+	textEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
+)
+
 func escape(s string, attr bool) string {
-	r := strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", "'", "&apos;", "\"", "&quot;")
-	if !attr {
-		r = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
+	if attr {
+		return attrEscaper.Replace(s)
 	}
-	return r.Replace(s)
+	return textEscaper.Replace(s)
 }
 
 // Parse decodes one XML element from s, for tests and for the client.

@@ -1,0 +1,111 @@
+// Package cli is agentgw's command line: the subcommands that operators and
+// scripts use, whose names and outputs are a contract. main.go only hands it
+// the arguments, the standard streams and a context cancelled by SIGINT or
+// SIGTERM, so end-to-end tests can run every command in-process.
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 2
+)
+
+const usage = `usage: agentgw COMMAND [flags] [args]
+
+commands:
+  serve -config FILE                      run the gateway
+  check-config -config FILE               validate a configuration file
+  manifest hash [-config FILE] FILE.json  validate a manifest; print JID VERSION sha-256 HASH
+  endpoint register -config FILE [-activate] MANIFEST.json
+  endpoint activate -config FILE JID VERSION
+  endpoint deactivate -config FILE JID
+  endpoint list -config FILE
+  endpoint status -config FILE JID
+`
+
+// errUsage marks a usage error: exit code 2 and the usage text.
+var errUsage = errors.New("usage")
+
+// Main runs one command and returns the process exit code.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	err := run(ctx, args, stdout, stderr)
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, errUsage):
+		if msg := strings.TrimPrefix(err.Error(), errUsage.Error()); msg != "" {
+			fmt.Fprintln(stderr, "agentgw:"+strings.TrimPrefix(msg, ":"))
+		}
+		fmt.Fprint(stderr, usage)
+		return exitUsage
+	default:
+		fmt.Fprintln(stderr, "agentgw:", err)
+		return exitError
+	}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return errUsage
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "serve":
+		return serve(ctx, rest, stderr)
+	case "check-config":
+		return checkConfig(rest, stdout)
+	case "manifest":
+		if len(rest) == 0 || rest[0] != "hash" {
+			return fmt.Errorf("%w: manifest takes the subcommand hash", errUsage)
+		}
+		return manifestHash(rest[1:], stdout)
+	case "endpoint":
+		if len(rest) == 0 {
+			return fmt.Errorf("%w: endpoint needs a subcommand", errUsage)
+		}
+		return endpoint(ctx, rest[0], rest[1:], stdout)
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	return fmt.Errorf("%w: unknown command %q", errUsage, cmd)
+}
+
+// parse parses flags that may stand before, between or after the
+// positional arguments, and checks the positional count.
+func parse(fs *flag.FlagSet, args []string, minPos, maxPos int) ([]string, error) {
+	fs.SetOutput(io.Discard)
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", errUsage, fs.Name(), err)
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			break
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+	if len(pos) < minPos || len(pos) > maxPos {
+		return nil, fmt.Errorf("%w: %s: wrong number of arguments", errUsage, fs.Name())
+	}
+	return pos, nil
+}
+
+func requireConfig(name, path string) error {
+	if path == "" {
+		return fmt.Errorf("%w: %s: -config FILE is required", errUsage, name)
+	}
+	return nil
+}

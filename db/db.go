@@ -1,0 +1,208 @@
+// Package db is agentgw's SQLite store: endpoints, immutable manifest
+// versions, the active-version pointer and presence subscriptions.
+//
+// The store uses the pure-Go modernc.org/sqlite driver so the binary stays
+// static. It keeps two connection pools on one database file in WAL mode: a
+// single writer connection whose transactions begin IMMEDIATE, so writers
+// queue on the busy timeout instead of failing on a lock upgrade, and a small
+// pool of readers, so reads never wait behind writes. Every exported method
+// runs in exactly one transaction of its own.
+//
+// Times are stored as INTEGER unix milliseconds in UTC. The transaction's
+// instant comes from Store.Now, read once per transaction, so tests can fix
+// the clock and every row written by one call carries the same time.
+package db
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+// Tunables of the connection pools.
+const (
+	// readerConns is the number of reader connections; one more is held
+	// permanently for DataVersion.
+	readerConns = 4
+
+	// busyTimeoutMillis is how long a connection waits for a lock held by
+	// another connection or process before failing with SQLITE_BUSY.
+	busyTimeoutMillis = "10000"
+)
+
+// writerDSN is the query string of every writer connection. synchronous=FULL
+// because an acknowledged write must survive power loss; _txlock=immediate
+// because a deferred transaction that later writes can fail with
+// SQLITE_BUSY without ever calling the busy handler.
+//
+// modernc applies busy_timeout first and the other _pragma values in
+// lexicographic order on every new connection.
+const writerDSN = "_pragma=busy_timeout(" + busyTimeoutMillis + ")" +
+	"&_pragma=foreign_keys(1)" +
+	"&_pragma=journal_mode(WAL)" +
+	"&_pragma=synchronous(FULL)" +
+	"&_txlock=immediate"
+
+// readerDSN is the query string of every reader connection: the same pragmas
+// as the writer, deferred transactions, and query_only so that a read path
+// can never write by mistake.
+const readerDSN = "_pragma=busy_timeout(" + busyTimeoutMillis + ")" +
+	"&_pragma=foreign_keys(1)" +
+	"&_pragma=journal_mode(WAL)" +
+	"&_pragma=query_only(1)" +
+	"&_pragma=synchronous(FULL)" +
+	"&_txlock=deferred"
+
+// Errors returned, wrapped with context, by the store's methods. Test for
+// them with errors.Is.
+var (
+	// ErrNotFound means the endpoint or version asked for does not exist
+	// (or, for ActiveVersion, is not active).
+	ErrNotFound = errors.New("not found")
+
+	// ErrConflict means a write contradicts what is stored, such as a
+	// version registered again with different content.
+	ErrConflict = errors.New("conflict")
+
+	// ErrHashMismatch means an activation named a hash that is not the
+	// stored hash of the version it names.
+	ErrHashMismatch = errors.New("hash mismatch")
+)
+
+// Store is agentgw's database. It is safe for concurrent use, and several
+// Stores (in one or several processes) may share one file.
+type Store struct {
+	// Now returns the current time. It defaults to time.Now and is read
+	// once at the start of each transaction, so everything one call writes
+	// carries the same instant. Set it before the Store is used.
+	Now func() time.Time
+
+	writer *sql.DB // one connection, IMMEDIATE transactions
+	reader *sql.DB // readerConns+1 connections, deferred, query_only
+
+	// dataVersionMu serializes use of dataVersionConn.
+	dataVersionMu sync.Mutex
+	// dataVersionConn is the one connection DataVersion asks, because
+	// PRAGMA data_version is only comparable on a single connection.
+	dataVersionConn *sql.Conn
+}
+
+// Open opens (creating if needed) the database at path and brings its schema
+// up to date. It refuses a database written by a newer binary.
+func Open(ctx context.Context, path string) (*Store, error) {
+	if path == "" || strings.ContainsRune(path, '?') {
+		// modernc splits the DSN at the first '?'.
+		return nil, fmt.Errorf("db: open: invalid path %q", path)
+	}
+	writer, err := sql.Open("sqlite", path+"?"+writerDSN)
+	if err != nil {
+		return nil, fmt.Errorf("db: open: %w", err)
+	}
+	writer.SetMaxOpenConns(1)
+	writer.SetMaxIdleConns(1)
+	writer.SetConnMaxLifetime(0)
+	writer.SetConnMaxIdleTime(0)
+
+	// Migrate before the readers connect: the first writer connection is
+	// the one that turns a new file into a WAL database.
+	if err := migrate(ctx, writer); err != nil {
+		writer.Close()
+		return nil, err
+	}
+
+	reader, err := sql.Open("sqlite", path+"?"+readerDSN)
+	if err != nil {
+		writer.Close()
+		return nil, fmt.Errorf("db: open: %w", err)
+	}
+	reader.SetMaxOpenConns(readerConns + 1)
+	reader.SetMaxIdleConns(readerConns + 1)
+	reader.SetConnMaxLifetime(0)
+	reader.SetConnMaxIdleTime(0)
+
+	conn, err := reader.Conn(ctx)
+	if err != nil {
+		reader.Close()
+		writer.Close()
+		return nil, fmt.Errorf("db: open: %w", err)
+	}
+	return &Store{
+		Now:             time.Now,
+		writer:          writer,
+		reader:          reader,
+		dataVersionConn: conn,
+	}, nil
+}
+
+// Close closes the database. Calls in progress finish first.
+func (s *Store) Close() error {
+	s.dataVersionMu.Lock()
+	err := s.dataVersionConn.Close()
+	s.dataVersionMu.Unlock()
+	return errors.Join(err, s.reader.Close(), s.writer.Close())
+}
+
+// DataVersion returns a number that changes whenever a connection other than
+// the store's own observer connection, including this Store's writer and any
+// other process, commits to the database. Poll it to notice edits made by
+// another process (the CLI changing endpoints while serve runs): when the
+// value differs from the last one seen, reload.
+//
+// PRAGMA data_version is only meaningful when compared on one connection, so
+// the store holds one reader connection for it. It is not run inside a
+// transaction, since a transaction would pin the snapshot being observed.
+func (s *Store) DataVersion(ctx context.Context) (int64, error) {
+	s.dataVersionMu.Lock()
+	defer s.dataVersionMu.Unlock()
+	var v int64
+	if err := s.dataVersionConn.QueryRowContext(ctx, "PRAGMA data_version").Scan(&v); err != nil {
+		return 0, fmt.Errorf("db: data version: %w", err)
+	}
+	return v, nil
+}
+
+// beginWrite starts an IMMEDIATE transaction on the writer connection,
+// reading the clock once for it.
+func (s *Store) beginWrite(ctx context.Context) (*txn, error) {
+	tx, err := s.writer.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	return newTxn(tx, s.Now().UTC()), nil
+}
+
+// beginRead starts a deferred transaction on a reader connection, so that
+// every query of one call sees the same snapshot.
+func (s *Store) beginRead(ctx context.Context) (*txn, error) {
+	tx, err := s.reader.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	return newTxn(tx, s.Now().UTC()), nil
+}
+
+// millis converts t to the stored representation.
+func millis(t time.Time) int64 {
+	return t.UnixMilli()
+}
+
+// fromMillis converts a stored time back to a UTC time.Time.
+func fromMillis(ms int64) time.Time {
+	return time.UnixMilli(ms).UTC()
+}
+
+// scanHash copies a stored 32-byte hash into an array.
+func scanHash(b []byte) ([32]byte, error) {
+	var h [32]byte
+	if len(b) != len(h) {
+		return h, fmt.Errorf("stored hash has %d bytes", len(b))
+	}
+	copy(h[:], b)
+	return h, nil
+}

@@ -1,0 +1,28 @@
+package db
+
+import "database/sql"
+
+// Test hooks: these are compiled only into this package's tests.
+
+// ReaderConns is the size of the reader pool, without the DataVersion
+// connection.
+const ReaderConns = readerConns
+
+// SchemaVersion is the schema version this binary writes.
+func SchemaVersion() int { return len(migrations) }
+
+// WriterPool returns the store's writer pool.
+func WriterPool(s *Store) *sql.DB { return s.writer }
+
+// ReaderPool returns the store's reader pool.
+func ReaderPool(s *Store) *sql.DB { return s.reader }
+
+// DirectoryQueries are the directory page and count queries, for plan checks.
+var DirectoryQueries = map[string]string{
+	"count-all":   directoryCountAll,
+	"count-scope": directoryCountScoped,
+	"asc-all":     directoryAscAll,
+	"desc-all":    directoryDescAll,
+	"asc-scope":   directoryAscScoped,
+	"desc-scope":  directoryDescScoped,
+}

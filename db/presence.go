@@ -1,0 +1,92 @@
+package db
+
+import (
+	"context"
+	"fmt"
+)
+
+// Subscribe records that subscriber (a bare JID) is subscribed to the
+// endpoint's presence (RFC 6121). It returns created=false if the
+// subscription already existed, and ErrNotFound if the endpoint does not
+// exist.
+func (s *Store) Subscribe(ctx context.Context, endpointJID, subscriber string) (created bool, err error) {
+	if subscriber == "" {
+		return false, fmt.Errorf("db: subscribe to %s: empty subscriber", endpointJID)
+	}
+	tx, err := s.beginWrite(ctx)
+	if err != nil {
+		return false, fmt.Errorf("db: subscribe: %w", err)
+	}
+	defer tx.rollback()
+	if err := requireEndpoint(ctx, tx, endpointJID); err != nil {
+		return false, err
+	}
+	res, err := tx.exec(ctx, `INSERT INTO presence_subscription (endpoint_jid, subscriber, created_at)
+		VALUES (?, ?, ?) ON CONFLICT (endpoint_jid, subscriber) DO NOTHING`,
+		endpointJID, subscriber, millis(tx.now))
+	if err != nil {
+		return false, fmt.Errorf("db: subscribe %s to %s: %w", subscriber, endpointJID, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("db: subscribe %s to %s: %w", subscriber, endpointJID, err)
+	}
+	if err := tx.commit(); err != nil {
+		return false, fmt.Errorf("db: subscribe: %w", err)
+	}
+	return n == 1, nil
+}
+
+// Unsubscribe removes a presence subscription. It returns removed=false, and
+// no error, if there was none (including when the endpoint does not exist).
+func (s *Store) Unsubscribe(ctx context.Context, endpointJID, subscriber string) (removed bool, err error) {
+	tx, err := s.beginWrite(ctx)
+	if err != nil {
+		return false, fmt.Errorf("db: unsubscribe: %w", err)
+	}
+	defer tx.rollback()
+	res, err := tx.exec(ctx, `DELETE FROM presence_subscription
+		WHERE endpoint_jid = ? AND subscriber = ?`, endpointJID, subscriber)
+	if err != nil {
+		return false, fmt.Errorf("db: unsubscribe %s from %s: %w", subscriber, endpointJID, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("db: unsubscribe %s from %s: %w", subscriber, endpointJID, err)
+	}
+	if err := tx.commit(); err != nil {
+		return false, fmt.Errorf("db: unsubscribe: %w", err)
+	}
+	return n == 1, nil
+}
+
+// Subscribers returns the endpoint's presence subscribers in octetwise order.
+// An endpoint without subscribers, or that does not exist, has none.
+func (s *Store) Subscribers(ctx context.Context, endpointJID string) ([]string, error) {
+	tx, err := s.beginRead(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("db: subscribers: %w", err)
+	}
+	defer tx.rollback()
+	rows, err := tx.query(ctx, `SELECT subscriber FROM presence_subscription
+		WHERE endpoint_jid = ? ORDER BY subscriber`, endpointJID)
+	if err != nil {
+		return nil, fmt.Errorf("db: subscribers of %s: %w", endpointJID, err)
+	}
+	defer rows.Close()
+	var subs []string
+	for rows.Next() {
+		var sub string
+		if err := rows.Scan(&sub); err != nil {
+			return nil, fmt.Errorf("db: subscribers of %s: %w", endpointJID, err)
+		}
+		subs = append(subs, sub)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("db: subscribers of %s: %w", endpointJID, err)
+	}
+	if err := tx.commit(); err != nil {
+		return nil, fmt.Errorf("db: subscribers: %w", err)
+	}
+	return subs, nil
+}

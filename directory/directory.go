@@ -1,0 +1,181 @@
+// Package directory implements the Core Directory profile of the XMPP Agent
+// Gateway ProtoXEP (§"Service Discovery"): the gateway's XEP-0030 identity
+// and features, the XEP-0059-paged agent directory, and endpoint information
+// with its XEP-0128 form.
+//
+// Every answer about an endpoint first asks the store, then the policy, so
+// that a hidden endpoint costs the same work as a visible one and fails with
+// exactly the same error as a nonexistent one.
+package directory
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"strconv"
+
+	"agentgw/db"
+	"agentgw/policy"
+	"agentgw/wire"
+
+	"mellium.im/xmpp/jid"
+	"mellium.im/xmpp/stanza"
+)
+
+// Namespaces, features, identities and the form type of the profile.
+const (
+	// NS is the directory feature and node.
+	NS = "urn:xmpp:agent-directory:0"
+	// NSEndpoint is the endpoint feature var. It is not a node.
+	NSEndpoint = "urn:xmpp:agent-endpoint:0"
+	// FormEndpointInfo is the FORM_TYPE of the endpoint information form.
+	FormEndpointInfo = "urn:xmpp:agent-endpoint-info:0"
+
+	CategoryAutomation   = "automation"
+	TypeGateway          = "agent-gateway"
+	TypeDirectory        = "agent-directory"
+	TypeEndpoint         = "agent-endpoint"
+	HashAlgo             = wire.HashAlgoSHA256
+	defaultPageSize      = 50
+	coldStartUnsupported = "0"
+)
+
+// GatewayFeatures are the features this package adds to the gateway's
+// disco#info; EndpointFeatures those it adds to every endpoint's.
+var (
+	GatewayFeatures  = []string{wire.NSDiscoInfo, wire.NSDiscoItems, NS}
+	EndpointFeatures = []string{wire.NSDiscoInfo, wire.NSDiscoItems, NSEndpoint}
+)
+
+// Errors returned by the handlers. Hidden and nonexistent share ErrNotFound.
+var (
+	ErrNotFound   = stanza.Error{Type: stanza.Cancel, Condition: stanza.ItemNotFound}
+	ErrBadRequest = stanza.Error{Type: stanza.Modify, Condition: stanza.BadRequest}
+)
+
+// Service answers Core Directory queries from the store.
+type Service struct {
+	Store *db.Store
+	// Name is the gateway identity's name.
+	Name string
+	// PageMax is the page cap; RSM max values above it are clamped.
+	PageMax int
+	// ReplaySeconds is advertised as request_replay_seconds.
+	ReplaySeconds int
+}
+
+// GatewayInfo is the disco#info of the gateway JID. features is the full
+// feature list, gathered by the caller from every protocol package, so that
+// the advertisement cannot drift from what is routed.
+func (s *Service) GatewayInfo(node string, features []string) (wire.InfoResult, error) {
+	switch node {
+	case "":
+		return wire.InfoResult{
+			Identities: []wire.Identity{{Category: CategoryAutomation, Type: TypeGateway, Name: s.Name}},
+			Features:   features,
+		}, nil
+	case NS:
+		return wire.InfoResult{
+			Node:       NS,
+			Identities: []wire.Identity{{Category: CategoryAutomation, Type: TypeDirectory, Name: s.Name}},
+			Features:   []string{wire.NSDiscoInfo, wire.NSDiscoItems},
+		}, nil
+	}
+	return wire.InfoResult{}, ErrNotFound
+}
+
+// Items is the disco#items of the gateway JID: the directory page of
+// endpoints visible to requester, in octetwise bare-JID order, the bare JID
+// being the RSM id.
+func (s *Service) Items(ctx context.Context, pol *policy.Policy, requester jid.JID, node string, payload wire.Element) (wire.ItemsResult, error) {
+	if node != "" && node != NS {
+		return wire.ItemsResult{}, ErrNotFound
+	}
+	rsm, _, err := wire.FindRSM(payload)
+	if err != nil {
+		return wire.ItemsResult{}, ErrBadRequest
+	}
+	page := db.Page{Max: s.pageSize(rsm.Max), After: rsm.After, Before: rsm.Before, Index: rsm.Index}
+	scope := pol.VisibleScope(requester)
+	res, err := s.Store.Directory(ctx, db.Scope{All: scope.All, JIDs: scope.JIDs}, page)
+	if err != nil {
+		return wire.ItemsResult{}, err
+	}
+	out := wire.ItemsResult{Node: node, Set: &wire.RSMResult{Count: res.Count}}
+	for _, it := range res.Items {
+		out.Items = append(out.Items, wire.Item{JID: it.JID, Name: it.Name})
+	}
+	if n := len(res.Items); n > 0 {
+		out.Set.HasItems = true
+		out.Set.First, out.Set.Last = res.Items[0].JID, res.Items[n-1].JID
+		if rsm.Index != nil {
+			i := *rsm.Index
+			out.Set.FirstIndex = &i
+		}
+	}
+	return out, nil
+}
+
+// pageSize clamps a requested RSM max to the page cap.
+func (s *Service) pageSize(max *int) int {
+	limit := s.PageMax
+	if limit <= 0 {
+		limit = defaultPageSize
+	}
+	if max == nil {
+		if limit < defaultPageSize {
+			return limit
+		}
+		return defaultPageSize
+	}
+	if *max > limit {
+		return limit
+	}
+	return *max
+}
+
+// Endpoint returns the active version of endpoint if requester may see it,
+// and ErrNotFound otherwise, whether the endpoint is hidden, inactive or
+// nonexistent. The store is consulted first in every case.
+func (s *Service) Endpoint(ctx context.Context, pol *policy.Policy, requester jid.JID, endpoint jid.JID) (db.Version, error) {
+	bare := endpoint.Bare().String()
+	v, err := s.Store.ActiveVersion(ctx, bare)
+	visible := pol.CanSee(requester, bare)
+	switch {
+	case errors.Is(err, db.ErrNotFound):
+		return db.Version{}, ErrNotFound
+	case err != nil:
+		return db.Version{}, err
+	case !visible:
+		return db.Version{}, ErrNotFound
+	}
+	return v, nil
+}
+
+// EndpointInfo is the node-less disco#info of a visible endpoint. features
+// is the endpoint's feature list, gathered by the caller.
+func (s *Service) EndpointInfo(v db.Version, features []string) wire.InfoResult {
+	title := v.Title
+	if title == "" {
+		title = v.Name
+	}
+	fields := []wire.Field{
+		{Var: "server_name", Values: []string{v.Name}},
+		{Var: "server_title", Values: []string{title}},
+	}
+	if v.Description != "" {
+		fields = append(fields, wire.Field{Var: "description", Values: []string{v.Description}})
+	}
+	fields = append(fields,
+		wire.Field{Var: "version", Values: []string{v.Version}},
+		wire.Field{Var: "manifest_hash_algo", Values: []string{HashAlgo}},
+		wire.Field{Var: "manifest_hash_value", Values: []string{base64.StdEncoding.EncodeToString(v.Hash[:])}},
+		wire.Field{Var: "cold_start_supported", Values: []string{coldStartUnsupported}},
+		wire.Field{Var: "request_replay_seconds", Values: []string{strconv.Itoa(s.ReplaySeconds)}},
+	)
+	return wire.InfoResult{
+		Identities: []wire.Identity{{Category: CategoryAutomation, Type: TypeEndpoint, Name: title}},
+		Features:   features,
+		Forms:      []wire.Form{{Type: "result", FormType: FormEndpointInfo, Fields: fields}},
+	}
+}

@@ -1,0 +1,195 @@
+package gateway
+
+import (
+	"context"
+	"encoding/xml"
+	"errors"
+	"sort"
+	"sync/atomic"
+	"time"
+
+	"agentgw/wire"
+
+	"mellium.im/xmlstream"
+	"mellium.im/xmpp"
+	"mellium.im/xmpp/jid"
+	"mellium.im/xmpp/stanza"
+)
+
+// session is one component stream.
+type session struct {
+	g      *Gateway
+	sess   *xmpp.Session
+	ctx    context.Context
+	lastNS atomic.Int64
+}
+
+func (s *session) touch()           { s.lastNS.Store(time.Now().UnixNano()) }
+func (s *session) lastIn() time.Time { return time.Unix(0, s.lastNS.Load()) }
+
+// Request is one inbound IQ get or set, as handlers see it.
+type Request struct {
+	ID       string
+	Type     stanza.IQType
+	From, To jid.JID
+	// Payload is the IQ's single child element.
+	Payload wire.Element
+}
+
+var (
+	errServiceUnavailable = stanza.Error{Type: stanza.Cancel, Condition: stanza.ServiceUnavailable}
+	errBadRequest         = stanza.Error{Type: stanza.Modify, Condition: stanza.BadRequest}
+	errResource           = stanza.Error{Type: stanza.Wait, Condition: stanza.ResourceConstraint}
+	errInternal           = stanza.Error{Type: stanza.Wait, Condition: stanza.InternalServerError}
+)
+
+// handler is what Serve calls for every top-level element. It only buffers
+// and dispatches: mellium's Serve ends the stream if a handler returns an
+// error, so only I/O errors are returned.
+func (s *session) handler() xmpp.Handler {
+	return xmpp.HandlerFunc(func(t xmlstream.TokenReadEncoder, start *xml.StartElement) error {
+		s.touch()
+		el, err := wire.ReadElement(t, *start, maxStanzaTokens, maxStanzaBytes)
+		tooLarge := errors.Is(err, wire.ErrTooLarge)
+		if err != nil && !tooLarge {
+			return err
+		}
+		switch start.Name.Local {
+		case "iq":
+			s.dispatchIQ(el, tooLarge)
+		case "message":
+			if !tooLarge {
+				s.dispatchMessage(el)
+			}
+		}
+		// Presence is not handled yet: nothing to answer.
+		return nil
+	})
+}
+
+// stanzaAddrs parses the addressing of an inbound stanza. mellium blanks a
+// 'from' equal to our own domain, so an empty 'from' is the domain itself.
+func (s *session) stanzaAddrs(start xml.StartElement) (from, to jid.JID, id, typ string, ok bool) {
+	for _, a := range start.Attr {
+		if a.Name.Space != "" {
+			continue
+		}
+		switch a.Name.Local {
+		case "from":
+			from, ok = parseJID(a.Value)
+			if !ok {
+				return
+			}
+		case "to":
+			to, ok = parseJID(a.Value)
+			if !ok {
+				return
+			}
+		case "id":
+			id = a.Value
+		case "type":
+			typ = a.Value
+		}
+	}
+	if from.Equal(jid.JID{}) {
+		from = s.g.domain
+	}
+	if to.Equal(jid.JID{}) {
+		return from, to, id, typ, false
+	}
+	return from, to, id, typ, true
+}
+
+func parseJID(s string) (jid.JID, bool) {
+	if s == "" {
+		return jid.JID{}, true
+	}
+	j, err := jid.Parse(s)
+	return j, err == nil
+}
+
+func (s *session) dispatchIQ(el wire.Element, tooLarge bool) {
+	from, to, id, typ, ok := s.stanzaAddrs(el.Start)
+	if !ok {
+		s.g.log.Debug("dropping IQ with unusable addresses")
+		return
+	}
+	switch stanza.IQType(typ) {
+	case stanza.ResultIQ, stanza.ErrorIQ:
+		// Answers are matched to what we sent, never answered themselves.
+		if !tooLarge {
+			s.g.pending.deliver(id, from, el)
+		}
+		return
+	case stanza.GetIQ, stanza.SetIQ:
+	default:
+		return
+	}
+	req := &Request{ID: id, Type: stanza.IQType(typ), From: from, To: to}
+	if tooLarge {
+		s.replyError(req, errResource)
+		return
+	}
+	kids := el.Children()
+	if len(kids) != 1 {
+		// RFC 6120 §8.2.3: a get or set has exactly one payload.
+		s.replyError(req, errBadRequest)
+		return
+	}
+	req.Payload = kids[0]
+	select {
+	case s.g.workers <- struct{}{}:
+	default:
+		s.replyError(req, errResource)
+		return
+	}
+	go func() {
+		defer func() { <-s.g.workers }()
+		payload, err := s.g.route(s.ctx, req)
+		if err != nil {
+			s.replyError(req, err)
+			return
+		}
+		s.replyResult(req, payload)
+	}()
+}
+
+// dispatchMessage bounces messages: no messaging profile is offered, and the
+// bounce is the same for every endpoint, hidden, visible or nonexistent.
+func (s *session) dispatchMessage(el wire.Element) {
+	from, to, id, typ, ok := s.stanzaAddrs(el.Start)
+	if !ok || typ == string(stanza.ErrorMessage) || from.Equal(s.g.domain) {
+		return
+	}
+	msg := stanza.Message{ID: id, From: to, To: from, Type: stanza.ErrorMessage}
+	go s.send(msg.Wrap(errServiceUnavailable.TokenReader()))
+}
+
+// replyResult answers req from the JID it was addressed to.
+func (s *session) replyResult(req *Request, payload xml.TokenReader) {
+	iq := stanza.IQ{ID: req.ID, Type: stanza.ResultIQ, From: req.To, To: req.From}
+	s.send(iq.Wrap(payload))
+}
+
+// replyError turns err into an error IQ. A stanza.Error is sent as it is;
+// anything else is logged and becomes internal-server-error, so that no
+// internal detail reaches the wire.
+func (s *session) replyError(req *Request, err error) {
+	var se stanza.Error
+	if !errors.As(err, &se) {
+		s.g.log.Error("request failed", "to", req.To.String(), "payload", req.Payload.Start.Name.Space+" "+req.Payload.Start.Name.Local, "err", err)
+		se = errInternal
+	}
+	iq := stanza.IQ{ID: req.ID, Type: stanza.ErrorIQ, From: req.To, To: req.From}
+	s.send(iq.Wrap(stanza.Error{Type: se.Type, Condition: se.Condition}.TokenReader()))
+}
+
+func (s *session) send(r xml.TokenReader) {
+	ctx, cancel := context.WithTimeout(s.ctx, replyTimeout)
+	defer cancel()
+	if err := s.sess.Send(ctx, r); err != nil && s.ctx.Err() == nil {
+		s.g.log.Warn("send failed", "err", err)
+	}
+}
+
+func sortStrings(s []string) { sort.Strings(s) }

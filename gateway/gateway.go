@@ -1,0 +1,160 @@
+// Package gateway is agentgw's XEP-0114 component: it keeps one stream to the
+// XMPP server alive (dialing, TLS, handshake, keepalive pings, reconnect with
+// capped backoff), reads stanzas on one goroutine, hands each to a bounded
+// pool of workers, and routes them to the protocol packages below it.
+//
+// The read loop never does slow work: it buffers a stanza, checks it out to a
+// worker and reads the next. Every reply goes out from the JID the request was
+// addressed to, which is the gateway domain or an endpoint under it, and
+// never reflects the request payload.
+package gateway
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"agentgw/config"
+	"agentgw/db"
+	"agentgw/directory"
+	"agentgw/policy"
+	"agentgw/ping"
+
+	"mellium.im/xmpp/jid"
+)
+
+// Tunables of the stanza pipeline.
+const (
+	// maxWorkers bounds concurrently handled stanzas; past it an IQ get/set
+	// is answered <resource-constraint/> at once by the read loop.
+	maxWorkers = 64
+	// maxStanzaTokens and maxStanzaBytes bound one buffered stanza; a larger
+	// IQ request is answered <resource-constraint/>.
+	maxStanzaTokens = 200_000
+	maxStanzaBytes  = 2 << 20
+	// replyTimeout bounds writing one reply to a stalled stream.
+	replyTimeout = 10 * time.Second
+	// maxPendingIQs bounds outgoing IQs awaiting an answer.
+	maxPendingIQs = 256
+	// iqTimeout is the default wait for an outgoing IQ's answer.
+	iqTimeout = 30 * time.Second
+	// backoffMin is the first reconnect delay; backoffReset is how long a
+	// session must have lived for the next failure to start from it again.
+	backoffMin   = time.Second
+	backoffReset = 30 * time.Second
+	// handshakeTimeout bounds dialing plus the component handshake.
+	handshakeTimeout = 15 * time.Second
+)
+
+// ErrStreamLost fails outgoing IQs that were pending when the stream ended.
+var ErrStreamLost = errors.New("gateway: component stream lost")
+
+// Gateway is the running component.
+type Gateway struct {
+	cfg    *config.Config
+	store  *db.Store
+	log    *slog.Logger
+	dir    *directory.Service
+	policy atomic.Pointer[policy.Policy]
+
+	domain  jid.JID
+	workers chan struct{}
+	pending *pendingIQs
+
+	gatewayFeatures  []string
+	endpointFeatures []string
+
+	// connected is closed and replaced on each state change; tests and
+	// the CLI wait on it.
+	mu        sync.Mutex
+	connected bool
+	notify    chan struct{}
+}
+
+// New builds a Gateway from a validated configuration and an open store.
+func New(cfg *config.Config, store *db.Store, log *slog.Logger) *Gateway {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	g := &Gateway{
+		cfg:     cfg,
+		store:   store,
+		log:     log,
+		domain:  cfg.Domain,
+		workers: make(chan struct{}, maxWorkers),
+		pending: newPendingIQs(maxPendingIQs),
+		notify:  make(chan struct{}),
+		dir: &directory.Service{
+			Store:         store,
+			Name:          cfg.Name,
+			PageMax:       cfg.PageMax,
+			ReplaySeconds: cfg.RequestReplaySeconds,
+		},
+	}
+	g.policy.Store(cfg.Policy)
+	g.gatewayFeatures = features(directory.GatewayFeatures, ping.Features)
+	g.endpointFeatures = features(directory.EndpointFeatures, ping.Features)
+	return g
+}
+
+// features merges feature lists, sorted and without duplicates, as XEP-0115
+// would order them.
+func features(lists ...[]string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, l := range lists {
+		for _, f := range l {
+			if !seen[f] {
+				seen[f] = true
+				out = append(out, f)
+			}
+		}
+	}
+	sortStrings(out)
+	return out
+}
+
+// SetPolicy swaps in a new policy; stanzas being handled finish with the old
+// one, and every later stanza sees the new one.
+func (g *Gateway) SetPolicy(p *policy.Policy) {
+	g.policy.Store(p)
+}
+
+// Policy returns the policy in force.
+func (g *Gateway) Policy() *policy.Policy {
+	return g.policy.Load()
+}
+
+func (g *Gateway) setConnected(v bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.connected = v
+	close(g.notify)
+	g.notify = make(chan struct{})
+}
+
+// Connected reports whether a component stream is up, and a channel closed
+// at the next change.
+func (g *Gateway) Connected() (bool, <-chan struct{}) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.connected, g.notify
+}
+
+// WaitConnected blocks until a stream is up or ctx ends.
+func (g *Gateway) WaitConnected(ctx context.Context) error {
+	for {
+		up, ch := g.Connected()
+		if up {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}

@@ -1,0 +1,172 @@
+package gateway
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"time"
+
+	"agentgw/ping"
+
+	"mellium.im/xmpp"
+	"mellium.im/xmpp/component"
+	"mellium.im/xmpp/stanza"
+	"mellium.im/xmpp/stream"
+)
+
+// ErrNotAuthorized means the server rejected the component secret. It is
+// fatal: retrying with the same secret cannot succeed.
+var ErrNotAuthorized = errors.New("gateway: the server rejected the component secret (not-authorized)")
+
+// Run connects and serves until ctx ends or the secret is rejected,
+// reconnecting after every stream loss with capped exponential backoff and
+// jitter. It returns nil when ctx ends.
+func (g *Gateway) Run(ctx context.Context) error {
+	delay := backoffMin
+	for {
+		started := time.Now()
+		err := g.connectAndServe(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if errors.Is(err, ErrNotAuthorized) {
+			g.log.Error("component stream refused; not retrying", "server", g.cfg.Server, "err", err)
+			return err
+		}
+		if time.Since(started) >= backoffReset {
+			delay = backoffMin
+		}
+		// Equal jitter: half the delay fixed, half random, so a restarted
+		// server is not hit by every gateway at the same instant.
+		wait := delay/2 + rand.N(delay/2+1)
+		g.log.Warn("component stream down; reconnecting", "server", g.cfg.Server, "err", err, "in", wait.Round(time.Millisecond))
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(wait):
+		}
+		delay = min(delay*2, g.cfg.ReconnectMax)
+	}
+}
+
+// connectAndServe runs one component stream to its end.
+func (g *Gateway) connectAndServe(ctx context.Context) error {
+	hctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
+	conn, err := g.dial(hctx)
+	if err != nil {
+		cancel()
+		return err
+	}
+	tc := &traceConn{Conn: conn, log: g.log, enabled: g.cfg.DebugXML}
+	sess, err := component.NewSession(hctx, g.domain, g.cfg.Secret, tc)
+	cancel()
+	if err != nil {
+		conn.Close()
+		if errors.Is(err, stream.NotAuthorized) {
+			return ErrNotAuthorized
+		}
+		return fmt.Errorf("component handshake: %w", err)
+	}
+	tc.start()
+	return g.serve(ctx, sess, conn)
+}
+
+// serve runs the read loop and the keepalive on an established session and
+// cleans up after it: pending outgoing IQs fail, and the state flips back.
+func (g *Gateway) serve(ctx context.Context, sess *xmpp.Session, conn net.Conn) error {
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s := &session{g: g, sess: sess, ctx: sctx}
+	s.touch()
+	g.pending.open(s)
+	g.setConnected(true)
+	g.log.Info("component stream up", "domain", g.domain.String(), "server", g.cfg.Server)
+
+	done := make(chan error, 1)
+	go func() { done <- sess.Serve(s.handler()) }()
+	go s.keepalive(g.cfg.PingInterval, g.cfg.PingTimeout, conn)
+
+	var err error
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		// Orderly shutdown: close our stream, then give the server a moment
+		// to close its own before dropping the connection.
+		_ = sess.Close()
+		select {
+		case err = <-done:
+		case <-time.After(time.Second):
+		}
+	}
+	cancel()
+	conn.Close()
+	g.pending.close(ErrStreamLost)
+	g.setConnected(false)
+	if err == nil {
+		err = errors.New("stream closed by server")
+	}
+	return err
+}
+
+// dial opens the transport: plain TCP to loopback (config validation refuses
+// anything else unless insecure_plaintext is set), or direct TLS with
+// certificate verification.
+func (g *Gateway) dial(ctx context.Context) (net.Conn, error) {
+	d := &net.Dialer{KeepAlive: 30 * time.Second}
+	if !g.cfg.TLS {
+		return d.DialContext(ctx, "tcp", g.cfg.Server)
+	}
+	host, _, _ := net.SplitHostPort(g.cfg.Server)
+	tcfg := &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12}
+	if g.cfg.TLSServerName != "" {
+		tcfg.ServerName = g.cfg.TLSServerName
+	}
+	if g.cfg.TLSCAFile != "" {
+		pool, err := x509.SystemCertPool()
+		if err != nil {
+			pool = x509.NewCertPool()
+		}
+		pem, err := os.ReadFile(g.cfg.TLSCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("read tls_ca_file: %w", err)
+		}
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, errors.New("tls_ca_file holds no PEM certificate")
+		}
+		tcfg.RootCAs = pool
+	}
+	td := &tls.Dialer{NetDialer: d, Config: tcfg}
+	return td.DialContext(ctx, "tcp", g.cfg.Server)
+}
+
+// keepalive pings the gateway's own domain after a quiet interval: the IQ
+// goes through the server and comes back to us, proving the whole path.
+// An unanswered ping closes the connection, which ends Serve and so starts a
+// reconnect. Pings never overlap.
+func (s *session) keepalive(interval, timeout time.Duration, conn net.Conn) {
+	tick := time.NewTicker(max(interval/4, 10*time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if time.Since(s.lastIn()) < interval {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(s.ctx, timeout)
+		_, err := s.g.pending.send(ctx, s, stanza.IQ{Type: stanza.GetIQ, To: s.g.domain, From: s.g.domain}, ping.Request())
+		cancel()
+		if err != nil && s.ctx.Err() == nil {
+			s.g.log.Warn("keepalive ping failed; dropping the stream", "err", err)
+			conn.Close()
+			return
+		}
+	}
+}

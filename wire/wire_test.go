@@ -1,0 +1,129 @@
+package wire_test
+
+import (
+	"encoding/xml"
+	"testing"
+
+	"agentgw/wire"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+func TestParseRSM(t *testing.T) {
+	for _, tc := range []struct {
+		xml  string
+		want wire.RSMRequest
+		bad  bool
+	}{
+		{xml: `<set xmlns='http://jabber.org/protocol/rsm'/>`},
+		{xml: `<set xmlns='http://jabber.org/protocol/rsm'><max>10</max></set>`, want: wire.RSMRequest{Max: ptr(10)}},
+		{xml: `<set xmlns='http://jabber.org/protocol/rsm'><max>10</max><after>a@b</after></set>`, want: wire.RSMRequest{Max: ptr(10), After: ptr("a@b")}},
+		{xml: `<set xmlns='http://jabber.org/protocol/rsm'><before/></set>`, want: wire.RSMRequest{Before: ptr("")}},
+		{xml: `<set xmlns='http://jabber.org/protocol/rsm'><index>3</index></set>`, want: wire.RSMRequest{Index: ptr(3)}},
+		{xml: `<set xmlns='http://jabber.org/protocol/rsm'><max>-1</max></set>`, bad: true},
+		{xml: `<set xmlns='http://jabber.org/protocol/rsm'><max>ten</max></set>`, bad: true},
+		{xml: `<set xmlns='http://jabber.org/protocol/rsm'><max>99999999999</max></set>`, bad: true},
+		{xml: `<set xmlns='http://jabber.org/protocol/rsm'><max>1</max><max>1</max></set>`, bad: true},
+		{xml: `<set xmlns='http://jabber.org/protocol/rsm'><after/></set>`, bad: true},
+		{xml: `<set xmlns='http://jabber.org/protocol/rsm'><after>a</after><index>1</index></set>`, bad: true},
+		{xml: `<set xmlns='http://jabber.org/protocol/rsm'><other/></set>`, bad: true},
+		{xml: `<set xmlns='http://jabber.org/protocol/rsm'><max xmlns='urn:x'>1</max></set>`, bad: true},
+	} {
+		el, err := wire.Parse(tc.xml)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := wire.ParseRSM(el)
+		if tc.bad {
+			if err == nil {
+				t.Errorf("%s: accepted", tc.xml)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", tc.xml, err)
+			continue
+		}
+		if !eq(got.Max, tc.want.Max) || !eq(got.Index, tc.want.Index) || !eq(got.After, tc.want.After) || !eq(got.Before, tc.want.Before) {
+			t.Errorf("%s: got %+v", tc.xml, got)
+		}
+	}
+}
+
+func eq[T comparable](a, b *T) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+// TestMarshal checks every wire type against its XML, and that parsing the
+// XML back yields the same canonical form (a round trip).
+func TestMarshal(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		v    interface{ TokenReader() xml.TokenReader }
+		want string
+	}{
+		{"empty set", wire.RSMResult{Count: 7}, `<set xmlns='http://jabber.org/protocol/rsm'><count>7</count></set>`},
+		{"set", wire.RSMResult{HasItems: true, First: "a@x", Last: "b@x", Count: 2, FirstIndex: ptr(0)},
+			`<set xmlns='http://jabber.org/protocol/rsm'><first index='0'>a@x</first><last>b@x</last><count>2</count></set>`},
+		{"hash", wire.Hash{Algo: "sha-256", Value: "K2/Y="}, `<hash algo='sha-256' xmlns='urn:xmpp:hashes:2'>K2/Y=</hash>`},
+		{"form", wire.Form{Type: "result", FormType: "urn:x", Fields: []wire.Field{{Var: "a", Values: []string{"<&>'"}}}},
+			`<x type='result' xmlns='jabber:x:data'><field type='hidden' var='FORM_TYPE'><value>urn:x</value></field><field var='a'><value>&lt;&amp;&gt;'</value></field></x>`},
+		{"info", wire.InfoResult{Node: "n", Identities: []wire.Identity{{Category: "automation", Type: "agent-gateway", Name: "G"}}, Features: []string{"f"}},
+			`<query node='n' xmlns='http://jabber.org/protocol/disco#info'><identity category='automation' name='G' type='agent-gateway'/><feature var='f'/></query>`},
+		{"items", wire.ItemsResult{Items: []wire.Item{{JID: "w@a", Name: "W"}, {JID: "w@a", Node: "n"}}},
+			`<query xmlns='http://jabber.org/protocol/disco#items'><item jid='w@a' name='W'/><item jid='w@a' node='n'/></query>`},
+	} {
+		got, err := wire.Marshal(tc.v.TokenReader())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != tc.want {
+			t.Errorf("%s:\n got %s\nwant %s", tc.name, got, tc.want)
+			continue
+		}
+		el, err := wire.Parse(got)
+		if err != nil {
+			t.Fatalf("%s: reparse: %v", tc.name, err)
+		}
+		again, _ := wire.Marshal(el.Reader())
+		if again != got {
+			t.Errorf("%s: round trip changed it:\n%s", tc.name, again)
+		}
+	}
+}
+
+func TestElement(t *testing.T) {
+	el, err := wire.Parse(`<a xmlns='urn:a' k='v'>x<b>1</b><c><d/></c>y</a>`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kids := el.Children()
+	if len(kids) != 2 || kids[0].Start.Name.Local != "b" || kids[0].Text() != "1" || len(kids[1].Children()) != 1 {
+		t.Fatalf("children: %+v", kids)
+	}
+	if el.Text() != "xy" {
+		t.Errorf("text = %q", el.Text())
+	}
+	if v, ok := el.AttrValue("k"); !ok || v != "v" {
+		t.Errorf("attr = %q", v)
+	}
+	if _, ok := el.Child(xml.Name{Space: "urn:a", Local: "c"}); !ok {
+		t.Error("child c not found")
+	}
+}
+
+func TestReadElementLimits(t *testing.T) {
+	big := "<a>"
+	for i := 0; i < 100; i++ {
+		big += "<b/>"
+	}
+	big += "</a>"
+	d := xml.NewDecoder(stringsReader(big))
+	tok, _ := d.Token()
+	if _, err := wire.ReadElement(d, tok.(xml.StartElement), 50, 1<<20); err != wire.ErrTooLarge {
+		t.Fatalf("err = %v, want ErrTooLarge", err)
+	}
+}
