@@ -24,7 +24,7 @@ type session struct {
 	lastNS atomic.Int64
 }
 
-func (s *session) touch()           { s.lastNS.Store(time.Now().UnixNano()) }
+func (s *session) touch()            { s.lastNS.Store(time.Now().UnixNano()) }
 func (s *session) lastIn() time.Time { return time.Unix(0, s.lastNS.Load()) }
 
 // Request is one inbound IQ get or set, as handlers see it.

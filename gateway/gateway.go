@@ -20,8 +20,8 @@ import (
 	"agentgw/config"
 	"agentgw/db"
 	"agentgw/directory"
-	"agentgw/policy"
 	"agentgw/ping"
+	"agentgw/policy"
 
 	"mellium.im/xmpp/jid"
 )
