@@ -1,0 +1,348 @@
+// Package client is a small XMPP client (c2s) for tests and the
+// `agentgw client` command: it logs in, sends raw IQs and stanzas written as
+// XML text, and returns what comes back as XML text.
+//
+// Plaintext login is allowed only to a loopback IP address; anything else
+// uses STARTTLS (or direct TLS) with certificate verification.
+package client
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"encoding/hex"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"mellium.im/sasl"
+	"mellium.im/xmlstream"
+	"mellium.im/xmpp"
+	"mellium.im/xmpp/jid"
+	"mellium.im/xmpp/stanza"
+)
+
+// DefaultBuffer is the default capacity of the Incoming channel.
+const DefaultBuffer = 256
+
+const nsPing = "urn:xmpp:ping"
+
+// Option configures Dial.
+type Option func(*config)
+
+type config struct {
+	tls       *tls.Config
+	directTLS bool
+	buffer    int
+}
+
+// WithTLSConfig makes Dial use STARTTLS with cfg even on loopback, where it
+// would otherwise log in in plaintext. If cfg.ServerName is empty, the JID's
+// domain is used. Use it to trust a private CA (RootCAs).
+func WithTLSConfig(cfg *tls.Config) Option {
+	return func(c *config) { c.tls = cfg }
+}
+
+// WithDirectTLS makes Dial open TLS immediately (XEP-0368 style) instead of
+// using STARTTLS. The TLS configuration is the one of WithTLSConfig, or the
+// system defaults.
+func WithDirectTLS() Option {
+	return func(c *config) { c.directTLS = true }
+}
+
+// WithBuffer sets the capacity of the Incoming channel (default
+// DefaultBuffer).
+func WithBuffer(n int) Option {
+	return func(c *config) { c.buffer = n }
+}
+
+// Client is a logged-in XMPP client session. Its methods are safe for
+// concurrent use.
+type Client struct {
+	session *xmpp.Session
+	conn    net.Conn
+	in      chan string
+	dropped atomic.Int64
+	done    chan struct{}
+	err     error // why Serve ended; valid after done is closed
+
+	closeOnce sync.Once
+}
+
+// Dial logs in as j (its resource, if any, is ignored: the server assigns
+// one) with password at addr (host:port) and binds a resource.
+//
+// If addr's host is a loopback IP and neither WithTLSConfig nor
+// WithDirectTLS is given, the session is plaintext, SASL PLAIN included: for
+// tests against local servers only. For any other address Dial uses STARTTLS
+// (or direct TLS) and verifies the server's certificate for j's domain; it
+// fails if the server does not offer STARTTLS.
+//
+// Dial does not send initial presence nor fetch the roster; send them with
+// SendRaw and IQ if the test needs presence or messages to the bare JID.
+func Dial(ctx context.Context, addr string, j jid.JID, password string, opts ...Option) (*Client, error) {
+	cfg := config{buffer: DefaultBuffer}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if j.Localpart() == "" {
+		return nil, fmt.Errorf("dial: jid %q has no localpart", j)
+	}
+	plaintext, err := plaintextAllowed(addr, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("dial: %w", err)
+	}
+
+	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if cfg.tls != nil {
+		tlsCfg = cfg.tls.Clone()
+	}
+	if tlsCfg.ServerName == "" {
+		tlsCfg.ServerName = j.Domain().String()
+	}
+
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("dial: %w", err)
+	}
+	var state xmpp.SessionState
+	// mellium refuses SASL before the session is Secure. Declaring a
+	// plaintext loopback connection Secure is what lets it log in there.
+	features := []xmpp.StreamFeature{
+		xmpp.SASL("", password, sasl.ScramSha256, sasl.ScramSha1, sasl.Plain),
+		xmpp.BindResource(),
+	}
+	switch {
+	case plaintext:
+		state = xmpp.Secure
+	case cfg.directTLS:
+		tc := tls.Client(conn, tlsCfg)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("dial: tls: %w", err)
+		}
+		conn = tc
+		state = xmpp.Secure
+	default:
+		features = append([]xmpp.StreamFeature{xmpp.StartTLS(tlsCfg)}, features...)
+	}
+	// Negotiation reads and writes the connection directly: make ctx
+	// interrupt it by expiring the connection's deadline.
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
+	// Bind with the bare JID: mellium v0.22's bind request writes an empty
+	// <resource/> when the origin JID carries one.
+	session, err := xmpp.NewSession(ctx, j.Domain(), j.Bare(), conn, state,
+		xmpp.NewNegotiator(func(*xmpp.Session, *xmpp.StreamConfig) xmpp.StreamConfig {
+			return xmpp.StreamConfig{Features: features}
+		}))
+	if !stop() && err == nil {
+		err = ctx.Err() // the deadline is spent: the session is unusable
+	}
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("dial: login as %s: %w", j.Bare(), err)
+	}
+	if !plaintext && session.State()&xmpp.Secure == 0 {
+		session.Close()
+		conn.Close()
+		return nil, errors.New("dial: server did not negotiate TLS")
+	}
+	if cfg.buffer < 0 {
+		cfg.buffer = 0
+	}
+	c := &Client{
+		session: session,
+		conn:    conn,
+		in:      make(chan string, cfg.buffer),
+		done:    make(chan struct{}),
+	}
+	go func() {
+		c.err = session.Serve(xmpp.HandlerFunc(c.handle))
+		close(c.in)
+		close(c.done)
+	}()
+	return c, nil
+}
+
+// plaintextAllowed reports whether Dial logs in without TLS: only when addr's
+// host is a loopback IP address (not a name such as "localhost", which a
+// resolver could map elsewhere) and no TLS option was given.
+func plaintextAllowed(addr string, cfg config) (bool, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false, fmt.Errorf("address: %w", err)
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback() && cfg.tls == nil && !cfg.directTLS, nil
+}
+
+// JID returns the full JID bound to the session.
+func (c *Client) JID() jid.JID { return c.session.LocalAddr() }
+
+// Incoming delivers the presence and message stanzas received, as XML text
+// with an xmlns="jabber:client" on the top element. The channel is buffered
+// (see WithBuffer); when it is full, further stanzas are dropped (counted by
+// Dropped) rather than stalling the session, which would also block IQ
+// responses. It is closed when the session ends.
+func (c *Client) Incoming() <-chan string { return c.in }
+
+// Dropped returns how many stanzas were dropped because Incoming was full.
+func (c *Client) Dropped() int64 { return c.dropped.Load() }
+
+// Done is closed when the session has ended (Close, or the server closed
+// the stream or the connection).
+func (c *Client) Done() <-chan struct{} { return c.done }
+
+// Err returns why the session ended, once Done is closed; nil before.
+func (c *Client) Err() error {
+	select {
+	case <-c.done:
+		return c.err
+	default:
+		return nil
+	}
+}
+
+// handle runs in the Serve loop for every top-level stanza. It must not send
+// IQs and wait (their responses are read by this same loop).
+func (c *Client) handle(t xmlstream.TokenReadEncoder, start *xml.StartElement) error {
+	switch start.Name.Local {
+	case "message", "presence":
+		s, err := serializeElement(start, t)
+		if err != nil {
+			return err
+		}
+		select {
+		case c.in <- s:
+		default:
+			c.dropped.Add(1)
+		}
+		return nil
+	case "iq":
+		// Answer XMPP pings; mellium answers other get/set IQs with
+		// service-unavailable once the handler returns.
+		iq, err := stanza.NewIQ(*start)
+		if err != nil || iq.Type != stanza.GetIQ {
+			return nil
+		}
+		tok, err := t.Token()
+		if err != nil {
+			return nil
+		}
+		if el, ok := tok.(xml.StartElement); ok && el.Name == (xml.Name{Space: nsPing, Local: "ping"}) {
+			iq.XMLName = xml.Name{Local: "iq"}
+			_, err := xmlstream.Copy(t, iq.Result(nil))
+			return err
+		}
+	}
+	return nil
+}
+
+// IQ sends an IQ of type typ ("get" or "set") to the JID to (empty: the
+// user's own server) with payload (XML text, typically one element with its
+// own xmlns; may be empty) and a fresh random id, and waits for the response
+// until ctx ends. It returns the whole response IQ (result or error, <error/>
+// child included) as XML text; an error IQ is not a Go error.
+func (c *Client) IQ(ctx context.Context, typ, to, payload string) (string, error) {
+	if typ != string(stanza.GetIQ) && typ != string(stanza.SetIQ) {
+		return "", fmt.Errorf("iq: type must be get or set, not %q", typ)
+	}
+	var toJID jid.JID
+	if to != "" {
+		var err error
+		if toJID, err = jid.Parse(to); err != nil {
+			return "", fmt.Errorf("iq: to: %w", err)
+		}
+	}
+	toks, err := parseFragment(payload)
+	if err != nil {
+		return "", fmt.Errorf("iq: payload: %w", err)
+	}
+	iq := stanza.IQ{ID: randomID(), To: toJID, Type: stanza.IQType(typ)}
+	r, err := c.session.SendIQElement(ctx, &sliceReader{toks: toks}, iq)
+	if err != nil {
+		return "", fmt.Errorf("iq %s to %s: %w", typ, to, err)
+	}
+	defer r.Close()
+	s, err := serializeElement(nil, r)
+	if err != nil {
+		return "", fmt.Errorf("iq %s to %s: read response: %w", typ, to, err)
+	}
+	return s, nil
+}
+
+// SendRaw sends one stanza given as XML text, for example
+// `<message to="bob@remote.example" type="chat"><body>hi</body></message>`.
+// A top-level element without xmlns gets the stream's (jabber:client). For
+// IQs whose response you want, use IQ instead: responses to IQs sent here are
+// not delivered anywhere.
+func (c *Client) SendRaw(ctx context.Context, stanzaXML string) error {
+	toks, err := parseFragment(stanzaXML)
+	if err != nil {
+		return fmt.Errorf("send: %w", err)
+	}
+	if len(toks) == 0 {
+		return errors.New("send: empty stanza")
+	}
+	if end, ok := toks[len(toks)-1].(xml.EndElement); !ok || firstEndIndex(toks) != len(toks)-1 || end.Name.Local == "" {
+		return errors.New("send: want exactly one element")
+	}
+	if err := c.session.Send(ctx, &sliceReader{toks: toks}); err != nil {
+		return fmt.Errorf("send: %w", err)
+	}
+	return nil
+}
+
+// firstEndIndex returns the index of the token that closes the first element.
+func firstEndIndex(toks []xml.Token) int {
+	depth := 0
+	for i, t := range toks {
+		switch t.(type) {
+		case xml.StartElement:
+			depth++
+		case xml.EndElement:
+			depth--
+			if depth == 0 {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// Close ends the stream, waits briefly for the server to end its own, and
+// closes the connection.
+func (c *Client) Close() error {
+	var err error
+	c.closeOnce.Do(func() {
+		select {
+		case <-c.done: // the server already ended the session
+		default:
+			err = c.session.Close()
+		}
+		select {
+		case <-c.done:
+		case <-time.After(2 * time.Second):
+		}
+		if cerr := c.conn.Close(); cerr != nil && !errors.Is(cerr, net.ErrClosed) && err == nil {
+			err = cerr
+		}
+		<-c.done
+	})
+	if err != nil {
+		return fmt.Errorf("close: %w", err)
+	}
+	return nil
+}
+
+// randomID returns a random stanza id.
+func randomID() string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,87 @@
+package integration
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"agentgw/internal/harness"
+)
+
+// BenchmarkDiscoInfo measures, in one run and interleaved, a client's
+// disco#info round trip to Prosody itself and to an endpoint behind the
+// gateway (client → Prosody → component → Prosody → client). It reports the
+// p50 of each and their ratio.
+func BenchmarkDiscoInfo(b *testing.B) {
+	need(b)
+	alice := login(b, "alice", harness.HomeDomain)
+	ctx := context.Background()
+	endpoint := "weather@" + harness.ComponentDomain
+	var server, gateway []time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		if _, err := alice.IQ(ctx, "get", harness.HomeDomain, discoInfo); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		raw, err := alice.IQ(ctx, "get", endpoint, discoInfo)
+		if err != nil || !strings.Contains(raw, "agent-endpoint-info") {
+			b.Fatalf("%v %s", err, raw)
+		}
+		t2 := time.Now()
+		server = append(server, t1.Sub(t0))
+		gateway = append(gateway, t2.Sub(t1))
+	}
+	ps, pg := p50(server), p50(gateway)
+	b.ReportMetric(float64(ps.Microseconds()), "server-p50-µs")
+	b.ReportMetric(float64(pg.Microseconds()), "endpoint-p50-µs")
+	b.ReportMetric(float64(pg)/float64(ps), "endpoint/server")
+}
+
+func p50(d []time.Duration) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// BenchmarkFootprint reports the static binary's size and the resident set
+// of the gateway process, connected and idle with numAgents+1 endpoints.
+func BenchmarkFootprint(b *testing.B) {
+	need(b)
+	info, err := os.Stat(suite.bin)
+	if err != nil {
+		b.Fatal(err)
+	}
+	time.Sleep(2 * time.Second) // let it settle into idle
+	rss := vmRSS(b, suite.gateway.cmd.Process.Pid)
+	for b.Loop() {
+	}
+	b.ReportMetric(float64(info.Size())/1e6, "binary-MB")
+	b.ReportMetric(float64(rss)/1e6, "idle-RSS-MB")
+}
+
+// vmRSS reads a process's resident set size in bytes from /proc.
+func vmRSS(b *testing.B, pid int) int64 {
+	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return kb * 1024
+		}
+	}
+	b.Fatal("no VmRSS")
+	return 0
+}

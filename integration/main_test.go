@@ -1,0 +1,326 @@
+// Package integration runs the built agentgw binary as a process against a
+// real Prosody (home.example, with the component agents.example) and a real
+// ejabberd (remote.example) federated over s2s, all on loopback, started by
+// internal/harness.
+package integration
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"agentgw/client"
+	"agentgw/db"
+	"agentgw/internal/harness"
+	"agentgw/manifest"
+	"agentgw/wire"
+
+	"mellium.im/xmpp/jid"
+)
+
+const (
+	password = "integration-pass"
+	// numAgents is the size of the generated directory (besides weather).
+	numAgents = 260
+)
+
+// suite is shared by the tests of this package: one set of servers, one
+// binary, one gateway process.
+var suite struct {
+	skip    string
+	env     *harness.Env
+	dir     string
+	bin     string
+	config  string
+	db      string
+	gateway *gatewayProc
+}
+
+func TestMain(m *testing.M) {
+	code, err := setup()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "integration setup:", err)
+		if suite.env != nil {
+			fmt.Fprintln(os.Stderr, suite.env.LogTail(40))
+		}
+		code = 1
+	}
+	if code == 0 {
+		code = m.Run()
+	}
+	teardown()
+	os.Exit(code)
+}
+
+// requireServers makes missing servers a failure rather than a skip; CI
+// sets it.
+func requireServers() bool { return os.Getenv("AGENTGW_REQUIRE_SERVERS") != "" }
+
+func setup() (int, error) {
+	if _, err := exec.LookPath("prosody"); err != nil && !requireServers() {
+		suite.skip = "prosody is not installed (set AGENTGW_REQUIRE_SERVERS=1 to fail instead)"
+		return 0, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var err error
+	if suite.dir, err = os.MkdirTemp("", "agentgw-integration-"); err != nil {
+		return 1, err
+	}
+	suite.bin = filepath.Join(suite.dir, "agentgw")
+	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", suite.bin, "..")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		return 1, fmt.Errorf("build: %v\n%s", err, out)
+	}
+	if suite.env, err = harness.Start(ctx, harness.Options{Ejabberd: true, Dir: filepath.Join(suite.dir, "servers")}); err != nil {
+		return 1, err
+	}
+	for _, u := range []struct{ local, domain string }{
+		{"alice", harness.HomeDomain}, {"admin", harness.HomeDomain},
+		{"bob", harness.RemoteDomain}, {"carol", harness.RemoteDomain},
+	} {
+		if err := suite.env.Register(ctx, u.local, u.domain, password); err != nil {
+			return 1, err
+		}
+	}
+	suite.config = filepath.Join(suite.dir, "agentgw.toml")
+	suite.db = filepath.Join(suite.dir, "agentgw.db")
+	if err := writeConfig(""); err != nil {
+		return 1, err
+	}
+	if err := seedDirectory(ctx); err != nil {
+		return 1, err
+	}
+	if suite.gateway, err = startGateway(ctx); err != nil {
+		return 1, err
+	}
+	return 0, nil
+}
+
+func teardown() {
+	if suite.gateway != nil {
+		suite.gateway.stop()
+	}
+	if suite.env != nil {
+		suite.env.Stop()
+	}
+	if suite.dir != "" {
+		os.RemoveAll(suite.dir)
+	}
+}
+
+// writeConfig writes the gateway's configuration; extra is appended TOML
+// (more grants).
+func writeConfig(extra string) error {
+	body := fmt.Sprintf(`
+[component]
+domain = %q
+server = %q
+secret_file = "component.secret"
+ping_interval = "5s"
+ping_timeout = "3s"
+reconnect_max = "2s"
+
+[gateway]
+name = "Integration Gateway"
+
+[database]
+path = "agentgw.db"
+
+[log]
+level = "debug"
+
+[policy]
+local_domains = [%q]
+admins = ["admin@%s"]
+
+[[policy.visibility]]
+principals = [%q]
+endpoints = ["*"]
+%s`, harness.ComponentDomain, suite.env.ComponentAddr, harness.HomeDomain, harness.HomeDomain, harness.HomeDomain, extra)
+	if err := os.WriteFile(filepath.Join(suite.dir, "component.secret"), []byte(suite.env.ComponentSecret+"\n"), 0o600); err != nil {
+		return err
+	}
+	return os.WriteFile(suite.config, []byte(body), 0o600)
+}
+
+// agentManifest is a generated endpoint's manifest.
+func agentManifest(i int) string {
+	return fmt.Sprintf(`{"manifestSpecVersion":"0","agent":{"jid":"agent-%03d@%s","name":"agent-%03d","title":"Agent %03d","version":"1.0.0"},"tools":[]}`,
+		i, harness.ComponentDomain, i, i)
+}
+
+// seedDirectory registers the spec's weather manifest through the CLI, and
+// numAgents generated endpoints in bulk through the store.
+func seedDirectory(ctx context.Context) error {
+	if out, err := agentgw(ctx, "endpoint", "register", "-config", suite.config, "-activate", "../testdata/manifest/weather.json"); err != nil {
+		return fmt.Errorf("register weather: %v: %s", err, out)
+	}
+	store, err := db.Open(ctx, suite.db)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	vs := make([]db.Version, 0, numAgents)
+	for i := 0; i < numAgents; i++ {
+		m, err := manifest.Parse([]byte(agentManifest(i)), manifest.Options{Domain: harness.ComponentDomain})
+		if err != nil {
+			return err
+		}
+		vs = append(vs, db.Version{JID: m.JID, Version: m.Version, Hash: m.Hash, Canonical: m.Canonical, Name: m.Name, Title: m.Title})
+	}
+	return store.ImportVersions(ctx, vs, true)
+}
+
+// agentgw runs the binary and returns its combined output.
+func agentgw(ctx context.Context, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, suite.bin, args...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// gatewayProc is a running `agentgw serve`.
+type gatewayProc struct {
+	cmd  *exec.Cmd
+	mu   sync.Mutex
+	log  bytes.Buffer
+	done chan struct{}
+	ups  int
+	upCh chan struct{}
+}
+
+func startGateway(ctx context.Context) (*gatewayProc, error) {
+	g := &gatewayProc{done: make(chan struct{}), upCh: make(chan struct{}, 16)}
+	g.cmd = exec.Command(suite.bin, "serve", "-config", suite.config)
+	stderr, err := g.cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := g.cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			g.mu.Lock()
+			g.log.WriteString(line + "\n")
+			if strings.Contains(line, "component stream up") {
+				g.ups++
+				g.upCh <- struct{}{}
+			}
+			g.mu.Unlock()
+		}
+		g.cmd.Wait()
+		close(g.done)
+	}()
+	if err := g.waitUp(ctx); err != nil {
+		return nil, fmt.Errorf("%w\n%s", err, g.logText())
+	}
+	return g, nil
+}
+
+// waitUp waits for the next "component stream up".
+func (g *gatewayProc) waitUp(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	select {
+	case <-g.upCh:
+		return nil
+	case <-g.done:
+		return fmt.Errorf("agentgw serve exited")
+	case <-ctx.Done():
+		return fmt.Errorf("agentgw serve: no component stream: %w", ctx.Err())
+	}
+}
+
+func (g *gatewayProc) logText() string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.log.String()
+}
+
+func (g *gatewayProc) signal(sig syscall.Signal) error { return g.cmd.Process.Signal(sig) }
+
+func (g *gatewayProc) stop() {
+	g.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-g.done:
+	case <-time.After(10 * time.Second):
+		g.cmd.Process.Kill()
+		<-g.done
+	}
+}
+
+// need skips a test when the servers are not installed.
+func need(t testing.TB) {
+	t.Helper()
+	if suite.skip != "" {
+		t.Skip(suite.skip)
+	}
+}
+
+// login connects a test user on its home server.
+func login(t testing.TB, local, domain string) *client.Client {
+	t.Helper()
+	addr := suite.env.ProsodyC2S
+	if domain == harness.RemoteDomain {
+		addr = suite.env.EjabberdC2S
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c, err := client.Dial(ctx, addr, jid.MustParse(local+"@"+domain), password)
+	if err != nil {
+		t.Fatalf("login %s@%s: %v", local, domain, err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// iq sends an IQ and parses the answer.
+func iq(t testing.TB, c *client.Client, typ, to, payload string) (wire.Element, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	raw, err := c.IQ(ctx, typ, to, payload)
+	if err != nil {
+		t.Fatalf("iq to %s: %v\ngateway log tail:\n%s", to, err, tail(suite.gateway.logText(), 20))
+	}
+	el, err := wire.Parse(raw)
+	if err != nil {
+		t.Fatalf("parse %q: %v", raw, err)
+	}
+	return el, raw
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+var addrAttr = regexp.MustCompile(`\s(id|from|to)=("[^"]*"|'[^']*')`)
+
+// stripAddrs removes id, from and to from the outer element of a stanza, so
+// two answers can be compared byte for byte.
+func stripAddrs(raw string) string {
+	end := strings.Index(raw, ">")
+	if end < 0 {
+		return raw
+	}
+	return addrAttr.ReplaceAllString(raw[:end], "") + raw[end:]
+}
