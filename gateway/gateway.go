@@ -20,7 +20,6 @@ import (
 	"agentgw/config"
 	"agentgw/db"
 	"agentgw/directory"
-	"agentgw/ping"
 	"agentgw/policy"
 
 	"mellium.im/xmpp/jid"
@@ -64,6 +63,8 @@ type Gateway struct {
 	workers chan struct{}
 	pending *pendingIQs
 
+	gatewayIQ        map[iqKey]iqHandler
+	endpointIQ       map[iqKey]iqHandler
 	gatewayFeatures  []string
 	endpointFeatures []string
 
@@ -95,8 +96,7 @@ func New(cfg *config.Config, store *db.Store, log *slog.Logger) *Gateway {
 		},
 	}
 	g.policy.Store(cfg.Policy)
-	g.gatewayFeatures = features(directory.GatewayFeatures, ping.Features)
-	g.endpointFeatures = features(directory.EndpointFeatures, ping.Features)
+	g.buildRoutes()
 	return g
 }
 

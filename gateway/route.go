@@ -11,77 +11,152 @@ import (
 	"mellium.im/xmpp/stanza"
 )
 
+// iqKey selects an IQ handler: the IQ type and the payload's name.
+type iqKey struct {
+	typ  stanza.IQType
+	name xml.Name
+}
+
+// iqHandler answers one IQ get or set with a result payload (nil for an
+// empty result) or an error, which replyError turns into the wire error.
+type iqHandler func(g *Gateway, ctx context.Context, req *Request) (xml.TokenReader, error)
+
+// surface is one protocol surface as the gateway routes it: its IQ handlers
+// at the gateway JID and at endpoint JIDs, and the disco features it adds to
+// each. Keeping features beside handlers means nothing is advertised that is
+// not routed. Each surface lives in its own route_*.go file.
+type surface struct {
+	gatewayIQ        map[iqKey]iqHandler
+	endpointIQ       map[iqKey]iqHandler
+	gatewayFeatures  []string
+	endpointFeatures []string
+}
+
 var (
 	nameDiscoInfo  = xml.Name{Space: wire.NSDiscoInfo, Local: "query"}
 	nameDiscoItems = xml.Name{Space: wire.NSDiscoItems, Local: "query"}
 )
 
-// route answers one IQ get or set. It returns the result payload, or an
-// error that replyError turns into the wire error.
+// surfaces lists every protocol surface the gateway serves. Each route_*.go
+// file adds its own from an init function, so surfaces do not share code.
+var surfaces []func() surface
+
+func init() {
+	surfaces = append(surfaces, coreDirectory, pingSurface)
+}
+
+// buildRoutes merges the surfaces into the routing tables and feature
+// lists.
+func (g *Gateway) buildRoutes() {
+	g.gatewayIQ = map[iqKey]iqHandler{}
+	g.endpointIQ = map[iqKey]iqHandler{}
+	var gf, ef [][]string
+	for _, mk := range surfaces {
+		s := mk()
+		for k, h := range s.gatewayIQ {
+			g.gatewayIQ[k] = h
+		}
+		for k, h := range s.endpointIQ {
+			g.endpointIQ[k] = h
+		}
+		gf = append(gf, s.gatewayFeatures)
+		ef = append(ef, s.endpointFeatures)
+	}
+	g.gatewayFeatures = features(gf...)
+	g.endpointFeatures = features(ef...)
+}
+
+// route answers one IQ get or set addressed to the gateway domain or to an
+// endpoint under it. Anything unrouted gets service-unavailable, which does
+// not depend on whether the addressed endpoint exists.
 func (g *Gateway) route(ctx context.Context, req *Request) (xml.TokenReader, error) {
 	to := req.To
 	if to.Domainpart() != g.domain.Domainpart() || to.Resourcepart() != "" {
 		return nil, errServiceUnavailable
 	}
+	table := g.endpointIQ
 	if to.Localpart() == "" {
-		return g.routeGateway(ctx, req)
+		table = g.gatewayIQ
 	}
-	return g.routeEndpoint(ctx, req)
-}
-
-// routeGateway answers IQs to the gateway domain.
-func (g *Gateway) routeGateway(ctx context.Context, req *Request) (xml.TokenReader, error) {
-	node, _ := req.Payload.AttrValue("node")
-	switch {
-	case req.Type == stanza.GetIQ && req.Payload.Start.Name == nameDiscoInfo:
-		info, err := g.dir.GatewayInfo(node, g.gatewayFeatures)
-		if err != nil {
-			return nil, err
-		}
-		return info.TokenReader(), nil
-	case req.Type == stanza.GetIQ && req.Payload.Start.Name == nameDiscoItems:
-		items, err := g.dir.Items(ctx, g.Policy(), req.From, node, req.Payload)
-		if err != nil {
-			return nil, err
-		}
-		return items.TokenReader(), nil
-	case req.Type == stanza.GetIQ && req.Payload.Start.Name == ping.Name:
-		return nil, nil
-	}
-	return nil, errServiceUnavailable
-}
-
-// routeEndpoint answers IQs to an endpoint JID. Every known request first
-// resolves the endpoint through directory.Service.Endpoint, which fails the
-// same way for hidden and nonexistent endpoints.
-func (g *Gateway) routeEndpoint(ctx context.Context, req *Request) (xml.TokenReader, error) {
-	if req.Type != stanza.GetIQ {
+	h, ok := table[iqKey{req.Type, req.Payload.Start.Name}]
+	if !ok {
 		return nil, errServiceUnavailable
 	}
-	node, _ := req.Payload.AttrValue("node")
-	switch req.Payload.Start.Name {
-	case nameDiscoInfo:
-		v, err := g.dir.Endpoint(ctx, g.Policy(), req.From, req.To)
-		if err != nil {
-			return nil, err
-		}
-		if node != "" {
-			return nil, directory.ErrNotFound
-		}
-		return g.dir.EndpointInfo(v, g.endpointFeatures).TokenReader(), nil
-	case nameDiscoItems:
-		if _, err := g.dir.Endpoint(ctx, g.Policy(), req.From, req.To); err != nil {
-			return nil, err
-		}
-		if node != "" {
-			return nil, directory.ErrNotFound
-		}
-		return wire.ItemsResult{}.TokenReader(), nil
-	case ping.Name:
-		if _, err := g.dir.Endpoint(ctx, g.Policy(), req.From, req.To); err != nil {
-			return nil, err
-		}
-		return nil, nil
+	return h(g, ctx, req)
+}
+
+// coreDirectory is the Core Directory profile (package directory).
+func coreDirectory() surface {
+	return surface{
+		gatewayIQ: map[iqKey]iqHandler{
+			{stanza.GetIQ, nameDiscoInfo}:  gatewayDiscoInfo,
+			{stanza.GetIQ, nameDiscoItems}: gatewayDiscoItems,
+		},
+		endpointIQ: map[iqKey]iqHandler{
+			{stanza.GetIQ, nameDiscoInfo}:  endpointDiscoInfo,
+			{stanza.GetIQ, nameDiscoItems}: endpointDiscoItems,
+		},
+		gatewayFeatures:  directory.GatewayFeatures,
+		endpointFeatures: directory.EndpointFeatures,
 	}
-	return nil, errServiceUnavailable
+}
+
+func gatewayDiscoInfo(g *Gateway, _ context.Context, req *Request) (xml.TokenReader, error) {
+	node, _ := req.Payload.AttrValue("node")
+	info, err := g.dir.GatewayInfo(node, g.gatewayFeatures)
+	if err != nil {
+		return nil, err
+	}
+	return info.TokenReader(), nil
+}
+
+func gatewayDiscoItems(g *Gateway, ctx context.Context, req *Request) (xml.TokenReader, error) {
+	node, _ := req.Payload.AttrValue("node")
+	items, err := g.dir.Items(ctx, g.Policy(), req.From, node, req.Payload)
+	if err != nil {
+		return nil, err
+	}
+	return items.TokenReader(), nil
+}
+
+// endpointDiscoInfo answers node-less disco#info with the endpoint info; any
+// node is item-not-found. The endpoint is resolved first, so a hidden or
+// nonexistent endpoint fails identically whatever the node.
+func endpointDiscoInfo(g *Gateway, ctx context.Context, req *Request) (xml.TokenReader, error) {
+	v, err := g.dir.Endpoint(ctx, g.Policy(), req.From, req.To)
+	if err != nil {
+		return nil, err
+	}
+	if node, _ := req.Payload.AttrValue("node"); node != "" {
+		return nil, directory.ErrNotFound
+	}
+	return g.dir.EndpointInfo(v, g.endpointFeatures).TokenReader(), nil
+}
+
+func endpointDiscoItems(g *Gateway, ctx context.Context, req *Request) (xml.TokenReader, error) {
+	if _, err := g.dir.Endpoint(ctx, g.Policy(), req.From, req.To); err != nil {
+		return nil, err
+	}
+	if node, _ := req.Payload.AttrValue("node"); node != "" {
+		return nil, directory.ErrNotFound
+	}
+	return wire.ItemsResult{}.TokenReader(), nil
+}
+
+// pingSurface answers XEP-0199 pings at the gateway and at visible
+// endpoints; at a hidden or nonexistent endpoint it fails like a missing one.
+func pingSurface() surface {
+	return surface{
+		gatewayIQ: map[iqKey]iqHandler{
+			{stanza.GetIQ, ping.Name}: func(*Gateway, context.Context, *Request) (xml.TokenReader, error) { return nil, nil },
+		},
+		endpointIQ: map[iqKey]iqHandler{
+			{stanza.GetIQ, ping.Name}: func(g *Gateway, ctx context.Context, req *Request) (xml.TokenReader, error) {
+				_, err := g.dir.Endpoint(ctx, g.Policy(), req.From, req.To)
+				return nil, err
+			},
+		},
+		gatewayFeatures:  ping.Features,
+		endpointFeatures: ping.Features,
+	}
 }
