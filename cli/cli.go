@@ -31,6 +31,8 @@ commands:
   endpoint deactivate -config FILE JID
   endpoint list -config FILE
   endpoint status -config FILE JID
+  client -jid JID [-password-file F] [-server HOST:PORT] [-json] discover
+  client -jid JID [-password-file F] [-server HOST:PORT] [-json] describe ENDPOINT
 `
 
 // errUsage marks a usage error: exit code 2 and the usage text.
@@ -74,6 +76,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("%w: endpoint needs a subcommand", errUsage)
 		}
 		return endpoint(ctx, rest[0], rest[1:], stdout)
+	case "client":
+		return runClient(ctx, rest, stdout)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

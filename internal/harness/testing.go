@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"testing"
 	"time"
@@ -14,12 +15,17 @@ import (
 // packages are not installed and fails it when the environment cannot start.
 func StartT(t testing.TB, opts Options) *Env {
 	t.Helper()
+	skip := t.Skipf
+	if os.Getenv("AGENTGW_REQUIRE_SERVERS") != "" {
+		// CI installs the servers: their absence is a failure there.
+		skip = t.Fatalf
+	}
 	if _, err := exec.LookPath("prosody"); err != nil {
-		t.Skip("prosody not installed")
+		skip("prosody not installed")
 	}
 	if opts.Ejabberd {
 		if _, _, err := findEjabberd(); err != nil {
-			t.Skipf("ejabberd not usable: %v", err)
+			skip("ejabberd not usable: %v", err)
 		}
 	}
 	if opts.Dir == "" {
