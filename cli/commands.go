@@ -48,6 +48,10 @@ func readManifest(path string, cfg *config.Config) (*manifest.Manifest, error) {
 		opts.Domain = cfg.Domain.Domainpart()
 	}
 	m, err := manifest.Parse(raw, opts)
+	var merr *manifest.Error
+	if errors.As(err, &merr) && merr.Kind == manifest.KindDomain {
+		return nil, fmt.Errorf("%s: %w (component.domain is %s)", path, err, opts.Domain)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
