@@ -71,6 +71,26 @@ type Client struct {
 	err     error // why Serve ended; valid after done is closed
 
 	closeOnce sync.Once
+
+	// pending maps the ids of IQs sent by IQ to their waiters.
+	mu      sync.Mutex
+	pending map[string]chan string
+}
+
+// writeTimeout bounds each write on the connection.
+const writeTimeout = 30 * time.Second
+
+// deadlineConn gives every write its own deadline. Writes are bounded this
+// way rather than by a Send context: mellium arms a goroutine per Send that,
+// if the context ends as Send returns, can set a past write deadline under
+// the next write and break the stream.
+type deadlineConn struct{ net.Conn }
+
+func (c deadlineConn) Write(b []byte) (int, error) {
+	if err := c.Conn.SetWriteDeadline(time.Now().Add(writeTimeout)); err != nil {
+		return 0, err
+	}
+	return c.Conn.Write(b)
 }
 
 // Dial logs in as j (its resource, if any, is ignored: the server assigns
@@ -106,10 +126,11 @@ func Dial(ctx context.Context, addr string, j jid.JID, password string, opts ...
 	}
 
 	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", addr)
+	raw, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("dial: %w", err)
 	}
+	var conn net.Conn = deadlineConn{raw}
 	var state xmpp.SessionState
 	// mellium refuses SASL before the session is Secure. Declaring a
 	// plaintext loopback connection Secure is what lets it log in there.
@@ -160,6 +181,7 @@ func Dial(ctx context.Context, addr string, j jid.JID, password string, opts ...
 		conn:    conn,
 		in:      make(chan string, cfg.buffer),
 		done:    make(chan struct{}),
+		pending: map[string]chan string{},
 	}
 	go func() {
 		c.err = session.Serve(xmpp.HandlerFunc(c.handle))
@@ -224,10 +246,29 @@ func (c *Client) handle(t xmlstream.TokenReadEncoder, start *xml.StartElement) e
 		}
 		return nil
 	case "iq":
-		// Answer XMPP pings; mellium answers other get/set IQs with
-		// service-unavailable once the handler returns.
+		// Answers to our IQs go to their waiters; pings are answered;
+		// mellium answers other get/set IQs with service-unavailable once
+		// the handler returns.
 		iq, err := stanza.NewIQ(*start)
-		if err != nil || iq.Type != stanza.GetIQ {
+		if err != nil {
+			return nil
+		}
+		if iq.Type == stanza.ResultIQ || iq.Type == stanza.ErrorIQ {
+			c.mu.Lock()
+			ch, ok := c.pending[iq.ID]
+			delete(c.pending, iq.ID)
+			c.mu.Unlock()
+			if !ok {
+				return nil
+			}
+			s, err := serializeElement(start, t)
+			if err != nil {
+				return err
+			}
+			ch <- s
+			return nil
+		}
+		if iq.Type != stanza.GetIQ {
 			return nil
 		}
 		tok, err := t.Token()
@@ -264,16 +305,27 @@ func (c *Client) IQ(ctx context.Context, typ, to, payload string) (string, error
 		return "", fmt.Errorf("iq: payload: %w", err)
 	}
 	iq := stanza.IQ{ID: randomID(), To: toJID, Type: stanza.IQType(typ)}
-	r, err := c.session.SendIQElement(ctx, &sliceReader{toks: toks}, iq)
-	if err != nil {
+	ch := make(chan string, 1)
+	c.mu.Lock()
+	c.pending[iq.ID] = ch
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		delete(c.pending, iq.ID)
+		c.mu.Unlock()
+	}()
+	// The write is bounded by deadlineConn, not by ctx (see deadlineConn).
+	if err := c.session.Send(context.Background(), iq.Wrap(&sliceReader{toks: toks})); err != nil {
 		return "", fmt.Errorf("iq %s to %s: %w", typ, to, err)
 	}
-	defer r.Close()
-	s, err := serializeElement(nil, r)
-	if err != nil {
-		return "", fmt.Errorf("iq %s to %s: read response: %w", typ, to, err)
+	select {
+	case s := <-ch:
+		return s, nil
+	case <-c.done:
+		return "", fmt.Errorf("iq %s to %s: session ended", typ, to)
+	case <-ctx.Done():
+		return "", fmt.Errorf("iq %s to %s: %w", typ, to, ctx.Err())
 	}
-	return s, nil
 }
 
 // SendRaw sends one stanza given as XML text, for example
@@ -292,7 +344,8 @@ func (c *Client) SendRaw(ctx context.Context, stanzaXML string) error {
 	if end, ok := toks[len(toks)-1].(xml.EndElement); !ok || firstEndIndex(toks) != len(toks)-1 || end.Name.Local == "" {
 		return errors.New("send: want exactly one element")
 	}
-	if err := c.session.Send(ctx, &sliceReader{toks: toks}); err != nil {
+	// The write is bounded by deadlineConn, not by ctx (see deadlineConn).
+	if err := c.session.Send(context.Background(), &sliceReader{toks: toks}); err != nil {
 		return fmt.Errorf("send: %w", err)
 	}
 	return nil

@@ -22,6 +22,8 @@ type session struct {
 	sess   *xmpp.Session
 	ctx    context.Context
 	lastNS atomic.Int64
+	// presence is the stream's presence state (presence.go).
+	presence *presenceState
 }
 
 func (s *session) touch()            { s.lastNS.Store(time.Now().UnixNano()) }
@@ -61,8 +63,11 @@ func (s *session) handler() xmpp.Handler {
 			if !tooLarge {
 				s.dispatchMessage(el)
 			}
+		case "presence":
+			if !tooLarge {
+				s.dispatchPresence(el)
+			}
 		}
-		// Presence is not handled yet: nothing to answer.
 		return nil
 	})
 }
@@ -184,10 +189,13 @@ func (s *session) replyError(req *Request, err error) {
 	s.send(iq.Wrap(stanza.Error{Type: se.Type, Condition: se.Condition}.TokenReader()))
 }
 
+// send writes one stanza. Stalled writes are bounded by the connection's
+// per-write deadline (streamConn), not by a context: mellium arms a goroutine
+// per Send that, if the context ends as Send returns, can set a past write
+// deadline under the next Send and break the stream. So only the session's
+// own context, which ends with the stream, is ever passed.
 func (s *session) send(r xml.TokenReader) {
-	ctx, cancel := context.WithTimeout(s.ctx, replyTimeout)
-	defer cancel()
-	if err := s.sess.Send(ctx, r); err != nil && s.ctx.Err() == nil {
+	if err := s.sess.Send(s.ctx, r); err != nil && s.ctx.Err() == nil {
 		s.g.log.Warn("send failed", "err", err)
 	}
 }

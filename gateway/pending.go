@@ -83,7 +83,8 @@ func (p *pendingIQs) send(ctx context.Context, s *session, iq stanza.IQ, payload
 	p.mu.Unlock()
 	defer p.forget(iq.ID, w)
 
-	if err := s.sess.Send(ctx, iq.Wrap(payload)); err != nil {
+	// The session's context, not ctx: see session.send.
+	if err := s.sess.Send(s.ctx, iq.Wrap(payload)); err != nil {
 		return wire.Element{}, err
 	}
 	select {

@@ -62,9 +62,15 @@ func (g *Gateway) connectAndServe(ctx context.Context) error {
 		cancel()
 		return err
 	}
-	tc := &traceConn{Conn: conn, log: g.log, enabled: g.cfg.DebugXML}
-	sess, err := component.NewSession(hctx, g.domain, g.cfg.Secret, tc)
 	cancel()
+	// The handshake is bounded by a connection deadline rather than by a
+	// context that ends when it returns: mellium arms a goroutine on the
+	// context that, racing with its own cleanup, can set a past deadline on
+	// the live connection (see session.send).
+	tc := &traceConn{Conn: conn, log: g.log, enabled: g.cfg.DebugXML}
+	_ = conn.SetDeadline(time.Now().Add(handshakeTimeout))
+	sess, err := component.NewSession(ctx, g.domain, g.cfg.Secret, tc)
+	_ = conn.SetDeadline(time.Time{})
 	if err != nil {
 		conn.Close()
 		if errors.Is(err, stream.NotAuthorized) {
@@ -84,6 +90,9 @@ func (g *Gateway) serve(ctx context.Context, sess *xmpp.Session, conn net.Conn) 
 	s := &session{g: g, sess: sess, ctx: sctx}
 	s.touch()
 	g.pending.open(s)
+	// Presence starts before the read loop, so no presence stanza finds it
+	// missing; its first pass announces available to subscribers.
+	s.presence = startPresence(s)
 	g.setConnected(true)
 	g.log.Info("component stream up", "domain", g.domain.String(), "server", g.cfg.Server)
 
@@ -95,8 +104,10 @@ func (g *Gateway) serve(ctx context.Context, sess *xmpp.Session, conn net.Conn) 
 	select {
 	case err = <-done:
 	case <-ctx.Done():
-		// Orderly shutdown: close our stream, then give the server a moment
-		// to close its own before dropping the connection.
+		// Orderly shutdown: tell subscribers the endpoints are going away
+		// (bounded in time), close our stream, then give the server a
+		// moment to close its own before dropping the connection.
+		s.presence.shutdown()
 		_ = sess.Close()
 		select {
 		case err = <-done:

@@ -6,9 +6,14 @@ import (
 	"log/slog"
 	"net"
 	"sync/atomic"
+	"time"
 )
 
-// traceConn logs the XML of a stream at debug level when debug_xml is set.
+// traceConn is the component stream's connection. Every write gets its own
+// deadline (replyTimeout), so a stalled server cannot block senders forever;
+// a write that times out breaks the stream, which then reconnects.
+//
+// It also logs the XML of the stream at debug level when debug_xml is set.
 // It stays silent until start is called, after the handshake, so the
 // secret-derived handshake digest is never logged.
 type traceConn struct {
@@ -31,6 +36,9 @@ func (c *traceConn) Read(b []byte) (int, error) {
 func (c *traceConn) Write(b []byte) (int, error) {
 	if c.on.Load() {
 		c.log.Debug("xml out", "data", string(b))
+	}
+	if err := c.Conn.SetWriteDeadline(time.Now().Add(replyTimeout)); err != nil {
+		return 0, err
 	}
 	return c.Conn.Write(b)
 }
