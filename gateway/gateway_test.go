@@ -34,7 +34,7 @@ const (
 // fakeServer is the server end of an XEP-0114 stream: enough of Prosody to
 // hand the gateway stanzas and read what it answers.
 type fakeServer struct {
-	t      *testing.T
+	t      testing.TB
 	ln     net.Listener
 	conn   net.Conn
 	dec    *xml.Decoder
@@ -42,7 +42,7 @@ type fakeServer struct {
 	seq    int
 }
 
-func newFakeServer(t *testing.T) *fakeServer {
+func newFakeServer(t testing.TB) *fakeServer {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -160,7 +160,7 @@ func golden(t *testing.T, name, got string) {
 }
 
 type env struct {
-	t     *testing.T
+	t     testing.TB
 	srv   *fakeServer
 	gw    *gateway.Gateway
 	store *db.Store
@@ -168,7 +168,7 @@ type env struct {
 	done  chan error
 }
 
-func testConfig(t *testing.T, server string, extra string) *config.Config {
+func testConfig(t testing.TB, server string, extra string) *config.Config {
 	t.Helper()
 	body := fmt.Sprintf(`
 [component]
@@ -201,7 +201,7 @@ endpoints = ["a001@agents.example", "a003@agents.example", "hidden-no@agents.exa
 	return cfg
 }
 
-func register(t *testing.T, store *db.Store, local, title string, activate bool) {
+func register(t testing.TB, store *db.Store, local, title string, activate bool) {
 	t.Helper()
 	j := local + "@" + domain
 	canon := fmt.Sprintf(`{"agent":{"jid":%q,"name":%q,"title":%q,"version":"1.0"},"manifestSpecVersion":"0","tools":[]}`, j, local, title)
@@ -217,7 +217,7 @@ func register(t *testing.T, store *db.Store, local, title string, activate bool)
 	}
 }
 
-func start(t *testing.T, extra string) *env {
+func start(t testing.TB, extra string) *env {
 	t.Helper()
 	srv := newFakeServer(t)
 	cfg := testConfig(t, srv.ln.Addr().String(), extra)
