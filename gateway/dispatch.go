@@ -22,8 +22,6 @@ type session struct {
 	sess   *xmpp.Session
 	ctx    context.Context
 	lastNS atomic.Int64
-	// presence is the stream's presence state (presence.go).
-	presence *presenceState
 }
 
 func (s *session) touch()            { s.lastNS.Store(time.Now().UnixNano()) }
@@ -63,11 +61,8 @@ func (s *session) handler() xmpp.Handler {
 			if !tooLarge {
 				s.dispatchMessage(el)
 			}
-		case "presence":
-			if !tooLarge {
-				s.dispatchPresence(el)
-			}
 		}
+		// Presence is not handled yet: nothing to answer.
 		return nil
 	})
 }
@@ -190,7 +185,7 @@ func (s *session) replyError(req *Request, err error) {
 }
 
 // send writes one stanza. Stalled writes are bounded by the connection's
-// per-write deadline (streamConn), not by a context: mellium arms a goroutine
+// per-write deadline (traceConn), not by a context: mellium arms a goroutine
 // per Send that, if the context ends as Send returns, can set a past write
 // deadline under the next Send and break the stream. So only the session's
 // own context, which ends with the stream, is ever passed.

@@ -90,9 +90,6 @@ func (g *Gateway) serve(ctx context.Context, sess *xmpp.Session, conn net.Conn) 
 	s := &session{g: g, sess: sess, ctx: sctx}
 	s.touch()
 	g.pending.open(s)
-	// Presence starts before the read loop, so no presence stanza finds it
-	// missing; its first pass announces available to subscribers.
-	s.presence = startPresence(s)
 	g.setConnected(true)
 	g.log.Info("component stream up", "domain", g.domain.String(), "server", g.cfg.Server)
 
@@ -104,10 +101,8 @@ func (g *Gateway) serve(ctx context.Context, sess *xmpp.Session, conn net.Conn) 
 	select {
 	case err = <-done:
 	case <-ctx.Done():
-		// Orderly shutdown: tell subscribers the endpoints are going away
-		// (bounded in time), close our stream, then give the server a
-		// moment to close its own before dropping the connection.
-		s.presence.shutdown()
+		// Orderly shutdown: close our stream, then give the server a moment
+		// to close its own before dropping the connection.
 		_ = sess.Close()
 		select {
 		case err = <-done:
