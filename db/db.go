@@ -91,6 +91,9 @@ type Store struct {
 	// dataVersionConn is the one connection DataVersion asks, because
 	// PRAGMA data_version is only comparable on a single connection.
 	dataVersionConn *sql.Conn
+
+	// hotReads are hotReads prepared on the reader pool (see tx.go).
+	hotReads map[string]*sql.Stmt
 }
 
 // Open opens (creating if needed) the database at path and brings its schema
@@ -132,11 +135,23 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		writer.Close()
 		return nil, fmt.Errorf("db: open: %w", err)
 	}
+	hot := make(map[string]*sql.Stmt, len(hotReads))
+	for _, q := range hotReads {
+		st, err := reader.PrepareContext(ctx, q)
+		if err != nil {
+			conn.Close()
+			reader.Close()
+			writer.Close()
+			return nil, fmt.Errorf("db: open: prepare: %w", err)
+		}
+		hot[q] = st
+	}
 	return &Store{
 		Now:             time.Now,
 		writer:          writer,
 		reader:          reader,
 		dataVersionConn: conn,
+		hotReads:        hot,
 	}, nil
 }
 
@@ -145,6 +160,9 @@ func (s *Store) Close() error {
 	s.dataVersionMu.Lock()
 	err := s.dataVersionConn.Close()
 	s.dataVersionMu.Unlock()
+	for _, st := range s.hotReads {
+		err = errors.Join(err, st.Close())
+	}
 	return errors.Join(err, s.reader.Close(), s.writer.Close())
 }
 
@@ -184,7 +202,9 @@ func (s *Store) beginRead(ctx context.Context) (*txn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newTxn(tx, s.Now().UTC()), nil
+	t := newTxn(tx, s.Now().UTC())
+	t.hot = s.hotReads
+	return t, nil
 }
 
 // millis converts t to the stored representation.

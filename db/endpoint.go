@@ -221,11 +221,7 @@ func (s *Store) ActiveVersion(ctx context.Context, jid string) (Version, error) 
 		return Version{}, fmt.Errorf("db: active version: %w", err)
 	}
 	defer tx.rollback()
-	row := tx.queryRow(ctx, `SELECT m.endpoint_jid, m.version, m.hash, m.canonical,
-			m.name, m.title, m.description, m.created_at
-		FROM active_endpoint AS a
-		JOIN manifest_version AS m ON m.endpoint_jid = a.jid AND m.version = a.version
-		WHERE a.jid = ?`, jid)
+	row := tx.queryRow(ctx, activeVersionQuery, jid)
 	v, err := scanVersion(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Version{}, fmt.Errorf("db: no active version of %s: %w", jid, ErrNotFound)
@@ -237,6 +233,14 @@ func (s *Store) ActiveVersion(ctx context.Context, jid string) (Version, error) 
 	}
 	return v, nil
 }
+
+// activeVersionQuery is ActiveVersion's query; it runs for every endpoint
+// disco#info, so it is one of the hot reads prepared once (hotReads).
+const activeVersionQuery = `SELECT m.endpoint_jid, m.version, m.hash, m.canonical,
+		m.name, m.title, m.description, m.created_at
+	FROM active_endpoint AS a
+	JOIN manifest_version AS m ON m.endpoint_jid = a.jid AND m.version = a.version
+	WHERE a.jid = ?`
 
 // Version returns one stored version, active or not, or ErrNotFound.
 func (s *Store) Version(ctx context.Context, jid, version string) (Version, error) {

@@ -20,6 +20,9 @@ type txn struct {
 	tx    *sql.Tx
 	now   time.Time
 	stmts map[string]*sql.Stmt // by query text; closed with tx
+	// hot holds the reader pool's statements prepared at Open (reads
+	// only; nil for writes).
+	hot map[string]*sql.Stmt
 }
 
 // newTxn wraps tx.
@@ -27,9 +30,26 @@ func newTxn(tx *sql.Tx, now time.Time) *txn {
 	return &txn{tx: tx, now: now, stmts: make(map[string]*sql.Stmt)}
 }
 
+// hotReads are the queries that run for nearly every stanza. They are
+// prepared on the reader pool once, at Open, and a reader transaction binds
+// them with Tx.StmtContext, which database/sql answers from the statement it
+// already prepared on that connection: no parsing per call. Preparing at Open
+// (not lazily) matters: a pool prepare needs a free connection, and lazily
+// every reader could be inside a transaction waiting for one.
+var hotReads = []string{
+	activeVersionQuery,
+	directoryCountAll, directoryCountScoped,
+	directoryAscAll, directoryDescAll, directoryAscScoped, directoryDescScoped,
+}
+
 // stmt returns query prepared for this transaction.
 func (t *txn) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 	if st, ok := t.stmts[query]; ok {
+		return st, nil
+	}
+	if ps, ok := t.hot[query]; ok {
+		st := t.tx.StmtContext(ctx, ps)
+		t.stmts[query] = st
 		return st, nil
 	}
 	st, err := t.tx.PrepareContext(ctx, query)
