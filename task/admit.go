@@ -1,0 +1,190 @@
+package task
+
+import (
+	"fmt"
+	"time"
+
+	"agentgw/manifest"
+
+	"mellium.im/xmpp/jid"
+)
+
+// Request is an invocation that passed every admission check that needs
+// only the pinned manifest: what Admit needs to admit or replay it.
+type Request struct {
+	// RequestID is the caller's request-id.
+	RequestID string
+	// Caller is the sender's bare JID; Route its full JID.
+	Caller, Route string
+	// Target is the endpoint bare JID (the manifest's agent.jid).
+	Target string
+	// Tool and APIVersion are the pinned tool name and version.
+	Tool, APIVersion string
+	// ManifestHash is the pinned manifest digest.
+	ManifestHash [32]byte
+	// Args is the validated argument object in RFC 8785 form.
+	Args []byte
+	// Deadline is the caller's deadline, or zero.
+	Deadline Instant
+	// Fingerprint is the replay fingerprint of the request.
+	Fingerprint [32]byte
+	// Features are the tool's declared task features.
+	Features Features
+	// DefaultTimeout and MaxTimeout are the tool's defaultTimeoutSeconds
+	// and maximumTimeoutSeconds; zero when not declared.
+	DefaultTimeout, MaxTimeout time.Duration
+}
+
+// Prepare runs the admission checks of "Invocation" that follow
+// authorization, against the manifest pinned by inv's api-version, in this
+// order:
+//
+//   - api-version other than man.Version, or a tool man does not have:
+//     <item-not-found/> (ErrNotFound);
+//   - a manifest hash other than man's: <conflict/> (stale metadata);
+//   - arguments that are not I-JSON: <not-acceptable/>, or
+//     <resource-constraint/> past Config.MaxArgumentBytes or the JSON
+//     limits;
+//   - arguments that do not satisfy the tool's input schema:
+//     <not-acceptable/>.
+//
+// The gateway MUST have authorized from for man's endpoint and inv.Tool
+// before calling Prepare, so that no error here reveals anything to an
+// unauthorized sender. No error text reflects the request.
+func (m *Machine) Prepare(inv Invoke, from jid.JID, man *manifest.Manifest) (Request, error) {
+	if inv.APIVersion != man.Version {
+		return Request{}, ErrNotFound
+	}
+	tool, ok := man.Tool(inv.Tool)
+	if !ok {
+		return Request{}, ErrNotFound
+	}
+	if inv.ManifestHash != man.Hash {
+		return Request{}, conflict("manifest hash does not match the pinned version")
+	}
+	args, err := canonicalJSON([]byte(inv.Arguments), m.cfg.MaxArgumentBytes, "arguments")
+	if err != nil {
+		return Request{}, err
+	}
+	sch, err := m.schemas.compile(tool.InputSchema, true)
+	if err != nil {
+		// The schema passed these rules at registration.
+		return Request{}, fmt.Errorf("task: compile pinned input schema: %w", err)
+	}
+	if validateValue(sch, args) != nil {
+		return Request{}, notAcceptable("arguments do not satisfy the input schema")
+	}
+	req := Request{
+		RequestID:    inv.RequestID,
+		Caller:       from.Bare().String(),
+		Route:        from.String(),
+		Target:       man.JID,
+		Tool:         tool.Name,
+		APIVersion:   man.Version,
+		ManifestHash: man.Hash,
+		Args:         args,
+		Deadline:     inv.Deadline,
+		Features: Features{
+			Progress: tool.Ext.SupportsProgress,
+			Cancel:   tool.Ext.SupportsCancellation,
+			Input:    tool.Ext.SupportsInput,
+		},
+		DefaultTimeout: time.Duration(tool.Ext.DefaultTimeoutSeconds) * time.Second,
+		MaxTimeout:     time.Duration(tool.Ext.MaximumTimeoutSeconds) * time.Second,
+	}
+	req.Fingerprint = Fingerprint(FingerprintInput{
+		Caller: req.Caller, Target: req.Target, RequestID: req.RequestID,
+		Tool: req.Tool, APIVersion: req.APIVersion, ManifestHash: req.ManifestHash,
+		Arguments: req.Args, Deadline: req.Deadline,
+	})
+	return req, nil
+}
+
+// Admission is the outcome of Admit.
+type Admission struct {
+	// Task is the admitted task, or the original one for a replay.
+	Task Task
+	// Replay reports an identical replay: nothing is inserted and nothing
+	// is dispatched; the original <accepted/> is returned.
+	Replay bool
+	// RouteChanged reports a replay from another full JID of the same
+	// caller; Task.Route holds the new route, which the gateway may store
+	// (without an event) so that events reach the resource that retried.
+	RouteChanged bool
+}
+
+// Accepted returns the <accepted/> to send.
+func (a Admission) Accepted() Accepted { return a.Task.Accepted() }
+
+// Admit admits req at now, or answers a replay. prior is the retained task
+// with the same caller, target and request ID, or nil; the gateway looks it
+// up and inserts the new task (with its replay record) in ONE transaction,
+// and sends <accepted/> only after the commit.
+//
+// A prior task with the same fingerprint is an identical replay
+// (returned, never executed again); with a different fingerprint the
+// answer is <conflict/>. Only then is the caller's deadline compared with
+// now: a deadline already reached is <not-acceptable/>. A new task gets
+// its effective deadline (see Task.Deadline), retain-until and purge time.
+func (m *Machine) Admit(req Request, prior *Task, now time.Time) (Admission, error) {
+	if prior != nil {
+		if prior.Fingerprint != req.Fingerprint || prior.Caller != req.Caller ||
+			prior.Target != req.Target || prior.RequestID != req.RequestID {
+			return Admission{}, conflict("request-id was used for a different request")
+		}
+		a := Admission{Task: *prior, Replay: true}
+		if req.Route != "" && req.Route != prior.Route {
+			a.Task.Route, a.RouteChanged = req.Route, true
+		}
+		return a, nil
+	}
+	if !req.Deadline.IsZero() && req.Deadline.Reached(now) {
+		return Admission{}, notAcceptable("deadline has passed")
+	}
+	created := stamp(now)
+	maxTimeout := m.cfg.MaxTimeout
+	if req.MaxTimeout > 0 && req.MaxTimeout < maxTimeout {
+		maxTimeout = req.MaxTimeout
+	}
+	deadline := created.Add(maxTimeout)
+	if !req.Deadline.IsZero() {
+		if d := req.Deadline.Time(); d.Before(deadline) {
+			deadline = d
+		}
+	} else {
+		timeout := m.cfg.DefaultTimeout
+		if req.DefaultTimeout > 0 {
+			timeout = req.DefaultTimeout
+		}
+		deadline = created.Add(min(timeout, maxTimeout))
+	}
+	retain := stamp(deadline.Add(m.cfg.Retention))
+	purge := created.Add(m.cfg.ReplayWindow)
+	if purge.Before(retain) {
+		purge = retain
+	}
+	id, err := NewID(m.cfg.Rand, prefixTask)
+	if err != nil {
+		return Admission{}, err
+	}
+	return Admission{Task: Task{
+		ID:           id,
+		RequestID:    req.RequestID,
+		Fingerprint:  req.Fingerprint,
+		Caller:       req.Caller,
+		Route:        req.Route,
+		Target:       req.Target,
+		Tool:         req.Tool,
+		APIVersion:   req.APIVersion,
+		ManifestHash: req.ManifestHash,
+		Args:         req.Args,
+		Features:     req.Features,
+		State:        StateAccepted,
+		Revision:     0,
+		Created:      created,
+		Updated:      created,
+		Deadline:     deadline,
+		RetainUntil:  retain,
+		PurgeAfter:   purge,
+	}}, nil
+}

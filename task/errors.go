@@ -1,0 +1,85 @@
+package task
+
+import (
+	"mellium.im/xmpp/stanza"
+)
+
+// Error is a protocol error of this package: a stanza error condition and
+// fixed, safe text written by this package. It never carries any part of
+// the request (JSON, identifiers, reasons).
+//
+// errors.As(err, &stanzaErr) converts it to a stanza.Error, so the
+// gateway's single error-to-IQ function handles it like any other stanza
+// error. errors.Is matches on the condition alone: errors.Is(err,
+// ErrConflict) is true for every conflict.
+type Error struct {
+	// Condition is the RFC 6120 defined condition.
+	Condition stanza.Condition
+	// Text is a fixed diagnostic of this package, or empty. ErrNotFound
+	// has none, so that every not-found answer is byte-identical.
+	Text string
+}
+
+// Error returns "task: CONDITION: TEXT".
+func (e *Error) Error() string {
+	if e.Text == "" {
+		return "task: " + string(e.Condition)
+	}
+	return "task: " + string(e.Condition) + ": " + e.Text
+}
+
+// Is reports whether target is an *Error with the same condition.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Condition == e.Condition
+}
+
+// As converts e to a stanza.Error for errors.As.
+func (e *Error) As(target any) bool {
+	if p, ok := target.(*stanza.Error); ok {
+		*p = e.StanzaError()
+		return true
+	}
+	return false
+}
+
+// StanzaError returns the stanza error to send. The error type follows
+// RFC 6120 section 8.3.3. Item-not-found never has text.
+func (e *Error) StanzaError() stanza.Error {
+	se := stanza.Error{Type: errorType(e.Condition), Condition: e.Condition}
+	if e.Text != "" && e.Condition != stanza.ItemNotFound {
+		se.Text = map[string]string{"": e.Text}
+	}
+	return se
+}
+
+func errorType(c stanza.Condition) stanza.ErrorType {
+	switch c {
+	case stanza.BadRequest, stanza.NotAcceptable:
+		return stanza.Modify
+	case stanza.Forbidden:
+		return stanza.Auth
+	case stanza.ResourceConstraint, stanza.UnexpectedRequest:
+		return stanza.Wait
+	}
+	return stanza.Cancel
+}
+
+// Sentinel errors, one per condition, for errors.Is. ErrNotFound is also
+// the value returned for every nonexistent, expired, unauthorized or
+// cross-caller task and input request ("Task Recovery").
+var (
+	ErrNotFound           = &Error{Condition: stanza.ItemNotFound}
+	ErrBadRequest         = &Error{Condition: stanza.BadRequest}
+	ErrConflict           = &Error{Condition: stanza.Conflict}
+	ErrNotAcceptable      = &Error{Condition: stanza.NotAcceptable}
+	ErrUnexpectedRequest  = &Error{Condition: stanza.UnexpectedRequest}
+	ErrResourceConstraint = &Error{Condition: stanza.ResourceConstraint}
+	ErrServiceUnavailable = &Error{Condition: stanza.ServiceUnavailable}
+	ErrForbidden          = &Error{Condition: stanza.Forbidden}
+)
+
+func badRequest(text string) error    { return &Error{Condition: stanza.BadRequest, Text: text} }
+func conflict(text string) error      { return &Error{Condition: stanza.Conflict, Text: text} }
+func notAcceptable(text string) error { return &Error{Condition: stanza.NotAcceptable, Text: text} }
+func tooLarge(text string) error      { return &Error{Condition: stanza.ResourceConstraint, Text: text} }
