@@ -31,8 +31,20 @@ commands:
   endpoint deactivate -config FILE JID
   endpoint list -config FILE
   endpoint status -config FILE JID
-  client -jid JID [-password-file F] [-server HOST:PORT] [-json] discover
-  client -jid JID [-password-file F] [-server HOST:PORT] [-json] describe ENDPOINT
+  endpoint remove-version -config FILE JID VERSION  remove an inactive version (its tombstone stays)
+  endpoint remove -config FILE JID                  deactivate and remove the endpoint and all versions
+  client -jid JID [-password-file F] [-server HOST:PORT] [-json] [-trace FILE] SUBCOMMAND:
+    discover [GATEWAY]                    find gateways and list the endpoints you may see
+    search [-gateway JID] [TEXT]          XEP-0055 search of the agent directory
+    describe ENDPOINT                     endpoint information
+    tools ENDPOINT                        the tools of the active version
+    call [-version V -hash B64 | -manifest FILE] [-request-id ID] [-deadline T]
+         [-detach] [-wait D] [-poll D] ENDPOINT TOOL JSON
+                                          pin, validate, invoke, follow events, print the result
+    state ENDPOINT TASK-ID                authoritative task state
+    result ENDPOINT TASK-ID               terminal result
+    cancel [-revision N] [-reason TEXT] ENDPOINT TASK-ID
+    input [-revision N] ENDPOINT TASK-ID REQUEST-ID JSON
 `
 
 // errUsage marks a usage error: exit code 2 and the usage text.
@@ -77,7 +89,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		return endpoint(ctx, rest[0], rest[1:], stdout)
 	case "client":
-		return runClient(ctx, rest, stdout)
+		return runClient(ctx, rest, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -12,11 +12,15 @@ import (
 	"os/signal"
 	"syscall"
 	"text/tabwriter"
+	"time"
 
+	"agentgw/api"
 	"agentgw/config"
 	"agentgw/db"
 	"agentgw/gateway"
 	"agentgw/manifest"
+	"agentgw/task"
+	"agentgw/taskd"
 )
 
 func checkConfig(args []string, stdout io.Writer) error {
@@ -100,9 +104,9 @@ func endpoint(ctx context.Context, sub string, args []string, stdout io.Writer) 
 	case "register":
 		activate = fs.Bool("activate", false, "activate the registered version")
 		minPos, maxPos = 1, 1
-	case "activate":
+	case "activate", "remove-version":
 		minPos, maxPos = 2, 2
-	case "deactivate", "status":
+	case "deactivate", "status", "remove":
 		minPos, maxPos = 1, 1
 	case "list":
 	default:
@@ -147,11 +151,33 @@ func endpoint(ctx context.Context, sub string, args []string, stdout io.Writer) 
 		if err != nil {
 			return err
 		}
-		st, err := store.Status(ctx, j)
+		reg, err := store.RegistrationStatus(ctx, j)
 		if err != nil {
 			return storeError(err, j, "")
 		}
-		printStatus(stdout, st)
+		removed, err := store.Tombstones(ctx, j)
+		if err != nil {
+			return err
+		}
+		printStatus(stdout, reg, removed)
+	case "remove-version":
+		j, err := endpointJID(cfg, pos[0])
+		if err != nil {
+			return err
+		}
+		if err := store.RemoveVersion(ctx, j, pos[1]); err != nil {
+			return storeError(err, j, pos[1])
+		}
+		fmt.Fprintf(stdout, "removed %s %s\n", j, pos[1])
+	case "remove":
+		j, err := endpointJID(cfg, pos[0])
+		if err != nil {
+			return err
+		}
+		if err := store.RemoveEndpoint(ctx, j); err != nil {
+			return storeError(err, j, "")
+		}
+		fmt.Fprintf(stdout, "removed %s\n", j)
 	case "list":
 		all, err := store.Endpoints(ctx)
 		if err != nil {
@@ -176,6 +202,10 @@ func register(ctx context.Context, cfg *config.Config, store *db.Store, file str
 	if err != nil {
 		return err
 	}
+	// What is stored must be servable over XMPP, as for <register/>.
+	if err := api.CheckServable(m); err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
 	v := db.Version{
 		JID: m.JID, Version: m.Version, Hash: m.Hash, Canonical: m.Canonical,
 		Name: m.Name, Title: m.Title, Description: m.Description,
@@ -198,21 +228,37 @@ func register(ctx context.Context, cfg *config.Config, store *db.Store, file str
 	return nil
 }
 
-func printStatus(w io.Writer, st db.EndpointStatus) {
-	active := st.Active
+// printStatus prints an endpoint: "*" marks the active version and "r" a
+// version retained by a task or result (neither can be removed), and the
+// removed versions follow with the hash their tombstone keeps.
+func printStatus(w io.Writer, reg db.Registration, removed []db.Tombstone) {
+	active := reg.Active
 	if active == "" {
 		active = "(inactive)"
 	}
-	fmt.Fprintf(w, "jid: %s\norigin: %s\nactive: %s\nversions:\n", st.JID, st.Origin, active)
-	for _, v := range st.Versions {
+	fmt.Fprintf(w, "jid: %s\norigin: %s\nactive: %s\nversions:\n", reg.JID, reg.Origin, active)
+	for _, v := range reg.Versions {
 		mark := " "
-		if v.Version == st.Active {
+		switch {
+		case v.Version == reg.Active:
 			mark = "*"
+		case reg.Retained[v.Version]:
+			mark = "r"
 		}
 		fmt.Fprintf(w, " %s %s sha-256 %s registered %s\n", mark, v.Version,
-			base64.StdEncoding.EncodeToString(v.Hash[:]), v.CreatedAt.UTC().Format("2006-01-02T15:04:05Z"))
+			base64.StdEncoding.EncodeToString(v.Hash[:]), v.CreatedAt.UTC().Format(timeLayout))
+	}
+	if len(removed) > 0 {
+		fmt.Fprintln(w, "removed:")
+		for _, ts := range removed {
+			fmt.Fprintf(w, "   %s sha-256 %s removed %s\n", ts.Version,
+				base64.StdEncoding.EncodeToString(ts.Hash[:]), ts.RemovedAt.UTC().Format(timeLayout))
+		}
 	}
 }
+
+// timeLayout is how the CLI prints instants.
+const timeLayout = "2006-01-02T15:04:05Z"
 
 // storeError rewords store errors for an operator.
 func storeError(err error, jid, version string) error {
@@ -221,19 +267,34 @@ func storeError(err error, jid, version string) error {
 		return fmt.Errorf("%s has no version %s", jid, version)
 	case errors.Is(err, db.ErrNotFound):
 		return fmt.Errorf("no endpoint %s", jid)
+	case errors.Is(err, db.ErrActive):
+		return fmt.Errorf("version %s of %s is active: activate another version or deactivate the endpoint first", version, jid)
+	case errors.Is(err, db.ErrRetained) && version != "":
+		return fmt.Errorf("version %s of %s is retained by a task or result; it can be removed once that expires", version, jid)
+	case errors.Is(err, db.ErrRetained):
+		return fmt.Errorf("a version of %s is retained by a task or result; it can be removed once that expires", jid)
+	case errors.Is(err, db.ErrRemoved):
+		return fmt.Errorf("version %s of %s was removed; only its removed content may be registered under it again", version, jid)
 	case errors.Is(err, db.ErrConflict):
 		return fmt.Errorf("version %s of %s is already registered with different content; register it under a new version", version, jid)
 	}
 	return err
 }
 
-// endpointJID normalizes an endpoint JID given on the command line.
+// endpointJID normalizes an endpoint JID given on the command line: a
+// virtual endpoint under the component domain, or a self-registered account
+// of a local domain.
 func endpointJID(cfg *config.Config, s string) (string, error) {
 	j, err := parseBareUnder(s, cfg.Domain.Domainpart())
-	if err != nil {
-		return "", fmt.Errorf("%q: %w", s, err)
+	if err == nil {
+		return j, nil
 	}
-	return j, nil
+	for _, d := range cfg.Policy.LocalDomains {
+		if local, lerr := parseBareUnder(s, d); lerr == nil {
+			return local, nil
+		}
+	}
+	return "", fmt.Errorf("%q: %w", s, err)
 }
 
 func serve(ctx context.Context, args []string, stderr io.Writer) error {
@@ -258,6 +319,13 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	defer store.Close()
 	gw := gateway.New(cfg, store, log)
+	tasks, err := startTasks(ctx, cfg, store, gw, log)
+	if err != nil {
+		return err
+	}
+	// Deferred after store.Close, so it runs first: executions stop and
+	// queued commits finish before the store closes.
+	defer tasks.Close()
 
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
@@ -276,6 +344,41 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	err = gw.Run(ctx)
 	log.Info("agentgw stopped")
 	return err
+}
+
+// startTasks builds the runtime of every [[endpoint]] (registering and
+// activating the builtin manifests), starts the task service with the
+// [tasks] limits, attaches it to the gateway and recovers the tasks a
+// previous run left unsettled.
+func startTasks(ctx context.Context, cfg *config.Config, store *db.Store, gw *gateway.Gateway, log *slog.Logger) (*taskd.Service, error) {
+	runtimes, err := taskd.Runtimes(ctx, store, cfg.Endpoints)
+	if err != nil {
+		return nil, err
+	}
+	tasks, err := taskd.New(store, taskd.Options{
+		Machine: task.Config{
+			Retention:      cfg.Tasks.Retention,
+			ReplayWindow:   time.Duration(cfg.RequestReplaySeconds) * time.Second,
+			DefaultTimeout: cfg.Tasks.DefaultTimeout,
+			MaxTimeout:     cfg.Tasks.MaxTimeout,
+		},
+		Runtimes:      runtimes,
+		Notify:        gw.SendEvent,
+		Availability:  gw.Availability(),
+		MaxActive:     cfg.Tasks.MaxActive,
+		PurgeInterval: cfg.Tasks.PurgeInterval,
+		Log:           log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	gw.AttachTasks(tasks)
+	if err := tasks.Start(ctx); err != nil {
+		tasks.Close()
+		return nil, err
+	}
+	log.Info("tasks ready", "endpoints", len(runtimes), "active", tasks.Active())
+	return tasks, nil
 }
 
 // reload applies a changed policy on SIGHUP. A bad file keeps the policy in
@@ -297,5 +400,6 @@ func reload(path string, running *config.Config, gw *gateway.Gateway, log *slog.
 	if cfg.String() != running.String() || string(cfg.Secret) != string(running.Secret) {
 		log.Warn("reload: only [policy] is applied without a restart")
 	}
-	log.Info("reload: policy applied", "visibility_grants", len(cfg.Policy.Visibility), "invoke_grants", len(cfg.Policy.Invoke))
+	log.Info("reload: policy applied", "visibility_grants", len(cfg.Policy.Visibility), "invoke_grants", len(cfg.Policy.Invoke),
+		"admins", len(cfg.Policy.Admins), "self_register", cfg.Policy.SelfRegister)
 }

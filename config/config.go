@@ -15,6 +15,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -32,17 +33,31 @@ const (
 	MaxPage = 100
 	// DefaultReplaySeconds is the advertised request_replay_seconds.
 	DefaultReplaySeconds = 86400
+	// DefaultRateLimit and DefaultRateBurst bound the IQ requests of one
+	// sender (bare JID): requests per second, and how many at once.
+	DefaultRateLimit = 100
+	DefaultRateBurst = 200
 	// maxSecretBytes bounds a secret file.
 	maxSecretBytes = 4096
+	// DefaultMaxActiveTasks bounds the tasks that are not terminal; past
+	// it an invocation gets <resource-constraint/>.
+	DefaultMaxActiveTasks = 10000
 )
 
 // File is the TOML document as written by the operator.
 type File struct {
+	// decodedLoosely marks a File decoded despite unknown keys, for Load.
+	decodedLoosely bool
+
 	Component Component `toml:"component"`
 	Gateway   Gateway   `toml:"gateway"`
 	Database  Database  `toml:"database"`
 	Log       Log       `toml:"log"`
 	Policy    Policy    `toml:"policy"`
+	Tasks     Tasks     `toml:"tasks"`
+	// Endpoints are the [[endpoint]] tables: hosted endpoints and the
+	// runtime that executes their tools.
+	Endpoints []EndpointFile `toml:"endpoint"`
 }
 
 // Component is the [component] table: the XEP-0114 connection.
@@ -62,9 +77,11 @@ type Component struct {
 
 // Gateway is the [gateway] table: what the gateway advertises.
 type Gateway struct {
-	Name                 string `toml:"name"`
-	PageMax              int    `toml:"page_max"`
-	RequestReplaySeconds int    `toml:"request_replay_seconds"`
+	Name                 string  `toml:"name"`
+	PageMax              int     `toml:"page_max"`
+	RequestReplaySeconds int     `toml:"request_replay_seconds"`
+	RateLimit            float64 `toml:"rate_limit"`
+	RateBurst            int     `toml:"rate_burst"`
 }
 
 // Database is the [database] table.
@@ -82,6 +99,7 @@ type Log struct {
 type Policy struct {
 	LocalDomains []string      `toml:"local_domains"`
 	Admins       []string      `toml:"admins"`
+	SelfRegister bool          `toml:"self_register"`
 	Visibility   []GrantFile   `toml:"visibility"`
 	Invoke       []InvokeGrant `toml:"invoke"`
 }
@@ -99,6 +117,28 @@ type InvokeGrant struct {
 	Tools      []string `toml:"tools"`
 }
 
+// Tasks is the [tasks] table: retention, lifetimes and capacity of tasks.
+type Tasks struct {
+	Retention      string `toml:"retention"`
+	DefaultTimeout string `toml:"default_timeout"`
+	MaxTimeout     string `toml:"max_timeout"`
+	MaxActive      int    `toml:"max_active"`
+	PurgeInterval  string `toml:"purge_interval"`
+}
+
+// EndpointFile is one [[endpoint]] entry: a hosted endpoint and its
+// runtime, with the keys of that runtime.
+type EndpointFile struct {
+	JID     string `toml:"jid"`
+	Runtime string `toml:"runtime"`
+	// Keys of runtime "exec".
+	Command   []string `toml:"command"`
+	Dir       string   `toml:"dir"`
+	Env       []string `toml:"env"`
+	Grace     string   `toml:"grace"`
+	KillGrace string   `toml:"kill_grace"`
+}
+
 // Defaults returns the File that decoding starts from.
 func Defaults() File {
 	return File{
@@ -111,9 +151,18 @@ func Defaults() File {
 			Name:                 "Agent Gateway",
 			PageMax:              MaxPage,
 			RequestReplaySeconds: DefaultReplaySeconds,
+			RateLimit:            DefaultRateLimit,
+			RateBurst:            DefaultRateBurst,
 		},
 		Database: Database{Path: "agentgw.db"},
 		Log:      Log{Level: "info"},
+		Tasks: Tasks{
+			Retention:      "24h",
+			DefaultTimeout: "1h",
+			MaxTimeout:     "24h",
+			MaxActive:      DefaultMaxActiveTasks,
+			PurgeInterval:  "1m",
+		},
 	}
 }
 
@@ -136,12 +185,62 @@ type Config struct {
 	Name                 string
 	PageMax              int
 	RequestReplaySeconds int
+	RateLimit            float64
+	RateBurst            int
 
 	DatabasePath string
 	LogLevel     string
 	DebugXML     bool
 
 	Policy *policy.Policy
+
+	// Tasks is the [tasks] table; Endpoints the [[endpoint]] tables.
+	Tasks     TaskLimits
+	Endpoints []Endpoint
+}
+
+// TaskLimits is the validated [tasks] table.
+type TaskLimits struct {
+	// Retention is how long a task's state and result stay queryable
+	// after its deadline.
+	Retention time.Duration
+	// DefaultTimeout is the lifetime of a task whose caller and tool set
+	// none; MaxTimeout caps every lifetime.
+	DefaultTimeout, MaxTimeout time.Duration
+	// MaxActive bounds the tasks that are not terminal.
+	MaxActive int
+	// PurgeInterval is how often expired tasks are deleted.
+	PurgeInterval time.Duration
+}
+
+// The runtimes an [[endpoint]] may name (package runtime).
+const (
+	RuntimeBuiltin = "builtin"
+	RuntimeExec    = "exec"
+	RuntimeMCP     = "mcp"
+)
+
+// Endpoint is one validated [[endpoint]]: a hosted endpoint and its
+// runtime. Only the fields of its runtime are set.
+type Endpoint struct {
+	// JID is the endpoint's normalized bare JID, under component.domain.
+	JID string
+	// Runtime is RuntimeBuiltin or RuntimeExec.
+	Runtime string
+	// Command, Dir, Env, Grace and KillGrace configure runtime "exec"
+	// (exec.Options); zero durations take the runtime's defaults.
+	Command          []string
+	Dir              string
+	Env              []string
+	Grace, KillGrace time.Duration
+}
+
+// endpointRuntimes validates the runtime-specific keys of an [[endpoint]],
+// by runtime name. A runtime is added here with its keys (and the keys in
+// EndpointFile); until then naming it is an error.
+var endpointRuntimes = map[string]func(key, dir string, in EndpointFile, out *Endpoint, bad func(key, format string, args ...any)){
+	RuntimeBuiltin: builtinEndpoint,
+	RuntimeExec:    execEndpoint,
 }
 
 // Errors is every problem found in a configuration, one per key.
@@ -162,6 +261,17 @@ func Load(path string) (*Config, error) {
 		return nil, fmt.Errorf("config: %w", err)
 	}
 	f, err := Decode(raw)
+	var errs Errors
+	if errors.As(err, &errs) && f.decodedLoosely {
+		// Unknown keys: report them together with every other problem.
+		if _, verr := f.Validate(filepath.Dir(path), path); verr != nil {
+			var more Errors
+			if errors.As(verr, &more) {
+				errs = append(errs, more...)
+			}
+		}
+		return nil, errs
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -184,6 +294,13 @@ func Decode(raw []byte) (File, error) {
 			de := &strict.Errors[i]
 			line, _ := de.Position()
 			errs = append(errs, fmt.Errorf("line %d: %s: unknown key", line, strings.Join(de.Key(), ".")))
+		}
+		// The document is well-formed: decode it again without the strict
+		// check, so that Load can report every other problem too.
+		loose := Defaults()
+		if toml.NewDecoder(bytes.NewReader(raw)).Decode(&loose) == nil {
+			loose.decodedLoosely = true
+			return loose, errs
 		}
 		return f, errs
 	}
@@ -275,6 +392,13 @@ func (f File) Validate(dir, path string) (*Config, error) {
 	if c.RequestReplaySeconds < 1 {
 		bad("gateway.request_replay_seconds", "must be a positive integer")
 	}
+	c.RateLimit, c.RateBurst = f.Gateway.RateLimit, f.Gateway.RateBurst
+	if c.RateLimit < 0 {
+		bad("gateway.rate_limit", "must be 0 (no limit) or a positive number of requests per second")
+	}
+	if c.RateBurst < 1 {
+		bad("gateway.rate_burst", "must be a positive integer")
+	}
 
 	// [database]
 	if f.Database.Path == "" {
@@ -294,6 +418,10 @@ func (f File) Validate(dir, path string) (*Config, error) {
 
 	// [policy]
 	c.Policy = f.Policy.build(c.Domain.Domainpart(), bad)
+
+	// [tasks] and [[endpoint]]
+	c.Tasks = f.Tasks.build(bad)
+	c.Endpoints = buildEndpoints(f.Endpoints, c.Domain.Domainpart(), dir, bad)
 
 	if len(errs) > 0 {
 		return nil, errs
@@ -321,14 +449,21 @@ func (p Policy) build(domain string, bad func(key, format string, args ...any)) 
 		}
 		out.Admins = append(out.Admins, j.Bare().String())
 	}
+	out.SelfRegister = p.SelfRegister
+	if p.SelfRegister && len(p.LocalDomains) == 0 {
+		bad("policy.self_register", "requires policy.local_domains: only their accounts may self-register")
+	}
+	// Endpoints live under the component domain, or are self-registered
+	// accounts of a local domain.
+	endpointDomains := append([]string{domain}, out.LocalDomains...)
 	for i, g := range p.Visibility {
 		key := fmt.Sprintf("policy.visibility[%d]", i)
-		grant := buildGrant(key, g.Principals, g.Endpoints, domain, bad)
+		grant := buildGrant(key, g.Principals, g.Endpoints, endpointDomains, bad)
 		out.Visibility = append(out.Visibility, grant)
 	}
 	for i, g := range p.Invoke {
 		key := fmt.Sprintf("policy.invoke[%d]", i)
-		grant := buildGrant(key, g.Principals, g.Endpoints, domain, bad)
+		grant := buildGrant(key, g.Principals, g.Endpoints, endpointDomains, bad)
 		if len(g.Tools) == 0 {
 			bad(key+".tools", "required: list tool names, or \"*\" for every tool")
 		}
@@ -347,7 +482,10 @@ func (p Policy) build(domain string, bad func(key, format string, args ...any)) 
 	return out
 }
 
-func buildGrant(key string, principals, endpoints []string, domain string, bad func(key, format string, args ...any)) policy.Grant {
+// buildGrant builds one grant. Endpoint JIDs must lie under one of domains:
+// the component domain first, then the local domains. An empty component
+// domain (itself already reported) disables the check.
+func buildGrant(key string, principals, endpoints []string, domains []string, bad func(key, format string, args ...any)) policy.Grant {
 	var g policy.Grant
 	if len(principals) == 0 {
 		bad(key+".principals", "required: list domains or bare JIDs")
@@ -374,13 +512,145 @@ func buildGrant(key string, principals, endpoints []string, domain string, bad f
 			bad(ek, "must be an endpoint bare JID or \"*\"")
 			continue
 		}
-		if domain != "" && j.Domainpart() != domain {
-			bad(ek, "%s is not under component.domain %s", j.Bare(), domain)
+		if domains[0] != "" && !slices.Contains(domains, j.Domainpart()) {
+			bad(ek, "%s is not under component.domain %s nor a local domain", j.Bare(), domains[0])
 			continue
 		}
 		g.Endpoints = append(g.Endpoints, j.Bare().String())
 	}
 	return g
+}
+
+func (t Tasks) build(bad func(key, format string, args ...any)) TaskLimits {
+	out := TaskLimits{
+		Retention:      duration(t.Retention, "tasks.retention", bad),
+		DefaultTimeout: duration(t.DefaultTimeout, "tasks.default_timeout", bad),
+		MaxTimeout:     duration(t.MaxTimeout, "tasks.max_timeout", bad),
+		MaxActive:      t.MaxActive,
+		PurgeInterval:  duration(t.PurgeInterval, "tasks.purge_interval", bad),
+	}
+	if out.DefaultTimeout > out.MaxTimeout && out.MaxTimeout > 0 {
+		bad("tasks.default_timeout", "must not exceed tasks.max_timeout")
+	}
+	if out.MaxActive < 1 {
+		bad("tasks.max_active", "must be a positive integer")
+	}
+	return out
+}
+
+// buildEndpoints validates the [[endpoint]] tables: each a distinct bare JID
+// under the component domain with a known runtime and that runtime's keys.
+func buildEndpoints(in []EndpointFile, domain, dir string, bad func(key, format string, args ...any)) []Endpoint {
+	var out []Endpoint
+	seen := map[string]int{}
+	for i, e := range in {
+		key := fmt.Sprintf("endpoint[%d]", i)
+		ep := Endpoint{Runtime: e.Runtime}
+		ok := true
+		j, err := jid.Parse(e.JID)
+		switch {
+		case e.JID == "":
+			bad(key+".jid", "required")
+			ok = false
+		case err != nil || j.Localpart() == "" || j.Resourcepart() != "":
+			bad(key+".jid", "must be a bare JID such as demo@%s", domain)
+			ok = false
+		case domain != "" && j.Domainpart() != domain:
+			bad(key+".jid", "%s is not under component.domain %s", j.Bare(), domain)
+			ok = false
+		default:
+			ep.JID = j.Bare().String()
+			if first, dup := seen[ep.JID]; dup {
+				bad(key+".jid", "%s is already configured by endpoint[%d]", ep.JID, first)
+				ok = false
+			}
+			seen[ep.JID] = i
+		}
+		check, known := endpointRuntimes[e.Runtime]
+		switch {
+		case e.Runtime == "":
+			bad(key+".runtime", "required: one of %s", runtimeNames())
+			continue
+		case e.Runtime == RuntimeMCP && !known:
+			bad(key+".runtime", "%q is not available in this version: one of %s", e.Runtime, runtimeNames())
+			continue
+		case !known:
+			bad(key+".runtime", "must be one of %s", runtimeNames())
+			continue
+		}
+		check(key, dir, e, &ep, bad)
+		if ok {
+			out = append(out, ep)
+		}
+	}
+	return out
+}
+
+// runtimeNames lists the runtimes endpointRuntimes knows, sorted.
+func runtimeNames() string {
+	names := make([]string, 0, len(endpointRuntimes))
+	for n := range endpointRuntimes {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return strings.Join(names, ", ")
+}
+
+// builtinEndpoint: the demo tools need no keys, and take none.
+func builtinEndpoint(key, _ string, in EndpointFile, _ *Endpoint, bad func(key, format string, args ...any)) {
+	onlyExec(key, in, bad)
+}
+
+// onlyExec reports every key of runtime "exec" set on another runtime.
+func onlyExec(key string, in EndpointFile, bad func(key, format string, args ...any)) {
+	for name, set := range map[string]bool{
+		"command": in.Command != nil, "dir": in.Dir != "", "env": in.Env != nil,
+		"grace": in.Grace != "", "kill_grace": in.KillGrace != "",
+	} {
+		if set {
+			bad(key+"."+name, "only for runtime %q", RuntimeExec)
+		}
+	}
+}
+
+// execEndpoint validates the keys of runtime "exec" (docs/exec-runtime.md).
+// The program must exist now; serve checks again when it starts.
+func execEndpoint(key, dir string, in EndpointFile, out *Endpoint, bad func(key, format string, args ...any)) {
+	switch {
+	case len(in.Command) == 0:
+		bad(key+".command", "required for runtime %q", RuntimeExec)
+	case !filepath.IsAbs(in.Command[0]):
+		bad(key+".command[0]", "must be an absolute path to an executable file")
+	default:
+		st, err := os.Stat(in.Command[0])
+		switch {
+		case err != nil:
+			bad(key+".command[0]", "cannot read: %v", errors.Unwrap(err))
+		case st.IsDir() || st.Mode().Perm()&0o111 == 0:
+			bad(key+".command[0]", "is not an executable file")
+		default:
+			out.Command = append([]string(nil), in.Command...)
+		}
+	}
+	if in.Dir != "" {
+		out.Dir = resolve(dir, in.Dir)
+		if st, err := os.Stat(out.Dir); err != nil || !st.IsDir() {
+			bad(key+".dir", "must be an existing directory")
+		}
+	}
+	for k, kv := range in.Env {
+		if name, _, ok := strings.Cut(kv, "="); !ok || name == "" {
+			bad(fmt.Sprintf("%s.env[%d]", key, k), "must be KEY=value")
+			continue
+		}
+		out.Env = append(out.Env, kv)
+	}
+	if in.Grace != "" {
+		out.Grace = duration(in.Grace, key+".grace", bad)
+	}
+	if in.KillGrace != "" {
+		out.KillGrace = duration(in.KillGrace, key+".kill_grace", bad)
+	}
 }
 
 func duration(s, key string, bad func(key, format string, args ...any)) time.Duration {
@@ -404,11 +674,18 @@ func readSecret(path string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot read: %w", errors.Unwrap(err))
 	}
-	b = bytes.TrimRight(b, "\r\n")
-	if len(b) == 0 {
+	// The secret is the first line; anything after it is an error, not
+	// silently part of the secret (which would fail the handshake as
+	// not-authorized, fatally and without a hint).
+	first, rest, _ := bytes.Cut(b, []byte("\n"))
+	first = bytes.TrimRight(first, "\r")
+	if len(bytes.TrimSpace(rest)) > 0 {
+		return nil, errors.New("must hold the secret on its first and only line")
+	}
+	if len(first) == 0 {
 		return nil, errors.New("file is empty")
 	}
-	return b, nil
+	return first, nil
 }
 
 func resolve(dir, p string) string {

@@ -63,7 +63,7 @@ func TestMinimalDeniesAll(t *testing.T) {
 func TestErrorsNameKeys(t *testing.T) {
 	for _, tc := range []struct{ name, body, want string }{
 		{"unknown key", minimal + "\n[policy]\nfoo = 1\n", "policy.foo: unknown key"},
-		{"unknown table", minimal + "\n[[endpoint]]\njid = \"x@agents.example\"\n", "endpoint"},
+		{"unknown table", minimal + "\n[[endpoints]]\njid = \"x@agents.example\"\n", "endpoints"},
 		{"no domain", "[component]\nserver=\"127.0.0.1:1\"\nsecret=\"x\"\n", "component.domain: required"},
 		{"no secret", "[component]\ndomain=\"a.example\"\nserver=\"127.0.0.1:1\"\n", "component.secret: required"},
 		{"both secrets", minimal + "", ""},
@@ -122,5 +122,32 @@ func TestSecretFile(t *testing.T) {
 	}
 	if string(c.Secret) != "from-file" {
 		t.Fatalf("secret = %q", c.Secret)
+	}
+}
+
+func TestSecretFileOneLine(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "secret"), []byte("line1\nline2\n"), 0o600)
+	p := filepath.Join(dir, "c.toml")
+	os.WriteFile(p, []byte(strings.Replace(minimal, `secret = "s3cret-value"`, `secret_file = "secret"`, 1)), 0o600)
+	_, err := config.Load(p)
+	if err == nil || !strings.Contains(err.Error(), "component.secret_file: must hold the secret on its first and only line") {
+		t.Fatalf("two-line secret file: %v", err)
+	}
+	if strings.Contains(err.Error(), "line1") {
+		t.Fatalf("error leaks the secret: %v", err)
+	}
+}
+
+func TestUnknownKeysAndOtherProblemsTogether(t *testing.T) {
+	body := "[component]\ndomain = \"a.example\"\nserver = \"192.0.2.1:5347\"\nsecret = \"x\"\nbogus = 1\n[gateway]\npage_max = 0\n"
+	_, err := config.Load(write(t, body))
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{"component.bogus: unknown key", "component.server", "gateway.page_max"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
 	}
 }

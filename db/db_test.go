@@ -153,6 +153,8 @@ var frozenSchemas = []struct {
 	file    string
 }{
 	{1, "testdata/schema-v1.sql"},
+	{2, "testdata/schema-v2.sql"},
+	{3, "testdata/schema-v3.sql"},
 }
 
 func TestOpenUpgradesFrozenSchemas(t *testing.T) {

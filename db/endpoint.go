@@ -69,7 +69,8 @@ type EndpointStatus struct {
 // RegisterVersion stores an immutable version, creating the endpoint row with
 // origin if needed; an existing endpoint keeps its origin. Registering
 // identical content (same hash) again returns created=false and no error; the
-// same version with a different hash is ErrConflict.
+// same version with a different hash is ErrConflict, and so is content other
+// than the removed content under a tombstoned version (see RemoveVersion).
 func (s *Store) RegisterVersion(ctx context.Context, v Version, origin string) (created bool, err error) {
 	if err := validateVersion(&v, origin); err != nil {
 		return false, err
@@ -303,6 +304,9 @@ func registerVersion(ctx context.Context, tx *txn, v *Version, origin string, at
 		return false, fmt.Errorf("db: version %s of %s is registered with different content: %w", v.Version, v.JID, ErrConflict)
 	case !errors.Is(err, sql.ErrNoRows):
 		return false, fmt.Errorf("db: register version %s of %s: %w", v.Version, v.JID, err)
+	}
+	if err := checkTombstone(ctx, tx, v); err != nil {
+		return false, err
 	}
 	if _, err := tx.exec(ctx, `INSERT INTO manifest_version
 		(endpoint_jid, version, hash, canonical, name, title, description, created_at)

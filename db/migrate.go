@@ -27,6 +27,26 @@ var schema string
 // They are checked before the upgrade commits.
 var migrations = []string{
 	"", // 0 → 1: the first schema, created by schema.sql
+	// 1 → 2: version tombstones and retention holds (removal.go).
+	`CREATE TABLE version_tombstone (
+		endpoint_jid TEXT    NOT NULL CHECK (endpoint_jid <> ''),
+		version      TEXT    NOT NULL CHECK (version <> ''),
+		hash         BLOB    NOT NULL CHECK (length(hash) = 32),
+		removed_at   INTEGER NOT NULL,
+		PRIMARY KEY (endpoint_jid, version)
+	) STRICT, WITHOUT ROWID;
+	CREATE TABLE version_retention (
+		endpoint_jid TEXT    NOT NULL,
+		version      TEXT    NOT NULL,
+		holder       TEXT    NOT NULL CHECK (holder <> ''),
+		retain_until INTEGER NOT NULL,
+		PRIMARY KEY (endpoint_jid, version, holder),
+		FOREIGN KEY (endpoint_jid, version) REFERENCES manifest_version (endpoint_jid, version)
+	) STRICT, WITHOUT ROWID;`,
+	// 2 → 3: the search index, filled from the active endpoints (search.go).
+	searchIndexMigration,
+	// 3 → 4: tasks, their events and input records (task.go).
+	taskMigration,
 }
 
 // migrate brings the database behind writer to len(migrations). It holds the

@@ -64,3 +64,43 @@ func TestPresenceSubscriptions(t *testing.T) {
 		t.Error("Subscribe with an empty subscriber succeeded")
 	}
 }
+
+func TestActiveSubscriptions(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t)
+	const a, b, c = "a@agents.example", "b@agents.example", "c@agents.example"
+	for _, ep := range []string{a, b, c} {
+		mustRegister(t, s, manifest(ep, "1", "n", ""))
+	}
+	mustActivate(t, s, a, "1")
+	mustActivate(t, s, c, "1")
+	for _, sub := range [][2]string{{a, "zed@example.com"}, {a, "amy@example.com"}, {b, "amy@example.com"}} {
+		if _, err := s.Subscribe(ctx, sub[0], sub[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// b is inactive and c has no subscribers: neither is listed.
+	got, err := s.ActiveSubscriptions(ctx)
+	if want := []string{"amy@example.com", "zed@example.com"}; err != nil || len(got) != 1 || !slices.Equal(got[a], want) {
+		t.Fatalf("ActiveSubscriptions = %q, %v; want only %s: %q", got, err, a, want)
+	}
+	for _, q := range []struct {
+		ep, sub string
+		want    bool
+	}{
+		{a, "amy@example.com", true},
+		{b, "amy@example.com", true}, // inactive endpoints keep their subscriptions
+		{c, "amy@example.com", false},
+		{"nobody@agents.example", "amy@example.com", false},
+	} {
+		if ok, err := s.Subscribed(ctx, q.ep, q.sub); err != nil || ok != q.want {
+			t.Errorf("Subscribed(%s, %s) = %v, %v; want %v", q.ep, q.sub, ok, err, q.want)
+		}
+	}
+	if err := s.Deactivate(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.ActiveSubscriptions(ctx); err != nil || len(got) != 0 {
+		t.Errorf("after deactivation: %q, %v", got, err)
+	}
+}

@@ -74,3 +74,160 @@ CREATE TABLE presence_subscription (
 	created_at   INTEGER NOT NULL,
 	PRIMARY KEY (endpoint_jid, subscriber)
 ) STRICT, WITHOUT ROWID;
+
+-- A removed version's permanent tombstone (removal.go). It has no foreign key:
+-- it outlives the version and the endpoint. Registering that version again is
+-- allowed only with this hash (a restore).
+CREATE TABLE version_tombstone (
+	endpoint_jid TEXT    NOT NULL CHECK (endpoint_jid <> ''),
+	version      TEXT    NOT NULL CHECK (version <> ''),
+	hash         BLOB    NOT NULL CHECK (length(hash) = 32),
+	removed_at   INTEGER NOT NULL,
+	PRIMARY KEY (endpoint_jid, version)
+) STRICT, WITHOUT ROWID;
+
+-- Holds on a version by the tasks and results that depend on it: removal is
+-- refused while a hold lasts beyond now. The foreign key has no ON DELETE, so
+-- the database itself refuses to drop a version some hold still names;
+-- removal prunes lapsed holds first.
+CREATE TABLE version_retention (
+	endpoint_jid TEXT    NOT NULL,
+	version      TEXT    NOT NULL,
+	holder       TEXT    NOT NULL CHECK (holder <> ''),
+	retain_until INTEGER NOT NULL,
+	PRIMARY KEY (endpoint_jid, version, holder),
+	FOREIGN KEY (endpoint_jid, version) REFERENCES manifest_version (endpoint_jid, version)
+) STRICT, WITHOUT ROWID;
+
+-- The search index (search.go, package search: XEP-0055). search_text holds
+-- each active endpoint's localpart, manifest name and title, folded for
+-- case-insensitive matching and joined by U+001F, and a copy of its
+-- display_name, so that checking and listing a match reads one row;
+-- search_gram holds every
+-- distinct substring of one to three characters of each field, keyed so that
+-- the postings of a gram are in jid order, the order search pages in;
+-- search_gram_count holds the number of postings of each gram. The triggers
+-- keep them in step with active_endpoint on every write path; they call the
+-- agentgw_search_* functions the db package registers with the driver.
+CREATE TABLE search_text (
+	jid          TEXT NOT NULL PRIMARY KEY,
+	folded       TEXT NOT NULL,
+	display_name TEXT NOT NULL
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE search_gram (
+	gram TEXT NOT NULL,
+	jid  TEXT NOT NULL,
+	PRIMARY KEY (gram, jid)
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE search_gram_count (
+	gram TEXT    NOT NULL PRIMARY KEY,
+	n    INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
+
+CREATE TRIGGER search_index_insert AFTER INSERT ON active_endpoint
+BEGIN
+	INSERT INTO search_text (jid, folded, display_name)
+		SELECT new.jid, agentgw_search_text(new.jid, m.name, m.title), new.display_name
+		FROM manifest_version AS m
+		WHERE m.endpoint_jid = new.jid AND m.version = new.version;
+	INSERT INTO search_gram (gram, jid)
+		SELECT g.value, new.jid
+		FROM search_text AS t, json_each(agentgw_search_grams(t.folded)) AS g
+		WHERE t.jid = new.jid;
+	INSERT INTO search_gram_count (gram, n)
+		SELECT g.value, 1
+		FROM search_text AS t, json_each(agentgw_search_grams(t.folded)) AS g
+		WHERE t.jid = new.jid
+		ON CONFLICT (gram) DO UPDATE SET n = n + 1;
+END;
+
+-- A version switch is an UPDATE (see the counter triggers): reindex.
+-- display_name only ever changes with the version; it is named so that the
+-- copy cannot go stale.
+CREATE TRIGGER search_index_update AFTER UPDATE OF version, display_name ON active_endpoint
+BEGIN
+	DELETE FROM search_gram WHERE jid = old.jid AND gram IN
+		(SELECT g.value FROM search_text AS t, json_each(agentgw_search_grams(t.folded)) AS g
+		 WHERE t.jid = old.jid);
+	UPDATE search_gram_count SET n = n - 1 WHERE gram IN
+		(SELECT g.value FROM search_text AS t, json_each(agentgw_search_grams(t.folded)) AS g
+		 WHERE t.jid = old.jid);
+	DELETE FROM search_gram_count WHERE n = 0 AND gram IN
+		(SELECT g.value FROM search_text AS t, json_each(agentgw_search_grams(t.folded)) AS g
+		 WHERE t.jid = old.jid);
+	DELETE FROM search_text WHERE jid = old.jid;
+	INSERT INTO search_text (jid, folded, display_name)
+		SELECT new.jid, agentgw_search_text(new.jid, m.name, m.title), new.display_name
+		FROM manifest_version AS m
+		WHERE m.endpoint_jid = new.jid AND m.version = new.version;
+	INSERT INTO search_gram (gram, jid)
+		SELECT g.value, new.jid
+		FROM search_text AS t, json_each(agentgw_search_grams(t.folded)) AS g
+		WHERE t.jid = new.jid;
+	INSERT INTO search_gram_count (gram, n)
+		SELECT g.value, 1
+		FROM search_text AS t, json_each(agentgw_search_grams(t.folded)) AS g
+		WHERE t.jid = new.jid
+		ON CONFLICT (gram) DO UPDATE SET n = n + 1;
+END;
+
+-- Deactivation, and a cascade from a deleted endpoint.
+CREATE TRIGGER search_index_delete AFTER DELETE ON active_endpoint
+BEGIN
+	DELETE FROM search_gram WHERE jid = old.jid AND gram IN
+		(SELECT g.value FROM search_text AS t, json_each(agentgw_search_grams(t.folded)) AS g
+		 WHERE t.jid = old.jid);
+	UPDATE search_gram_count SET n = n - 1 WHERE gram IN
+		(SELECT g.value FROM search_text AS t, json_each(agentgw_search_grams(t.folded)) AS g
+		 WHERE t.jid = old.jid);
+	DELETE FROM search_gram_count WHERE n = 0 AND gram IN
+		(SELECT g.value FROM search_text AS t, json_each(agentgw_search_grams(t.folded)) AS g
+		 WHERE t.jid = old.jid);
+	DELETE FROM search_text WHERE jid = old.jid;
+END;
+
+-- Tasks (task.go; package task defines them, package taskd runs them). doc is
+-- the whole task as the task layer encodes it; the other columns are what
+-- tasks are looked up by, kept in step with doc by every write. (caller,
+-- target, request_id) is the admission replay record. next_wake is in unix
+-- NANOseconds, since deadlines compare exactly: the deadline or input expiry
+-- while the task runs, the purge time once it is terminal, so one index
+-- serves the restart scan (terminal = 0) and the purge (terminal = 1 AND
+-- next_wake <= now). A task holds its pinned version in version_retention
+-- (holder 'task:ID') from admission until it is purged with its events and
+-- input records. These tables keep their rowid: doc and payload can be large.
+CREATE TABLE task (
+	id          TEXT    NOT NULL PRIMARY KEY CHECK (id <> ''),
+	caller      TEXT    NOT NULL,
+	target      TEXT    NOT NULL,
+	request_id  TEXT    NOT NULL,
+	api_version TEXT    NOT NULL,
+	state       TEXT    NOT NULL,
+	terminal    INTEGER NOT NULL CHECK (terminal IN (0, 1)),
+	revision    INTEGER NOT NULL CHECK (revision >= 0),
+	next_wake   INTEGER NOT NULL,
+	doc         BLOB    NOT NULL,
+	UNIQUE (caller, target, request_id)
+) STRICT;
+
+CREATE INDEX task_wake ON task (terminal, next_wake);
+
+-- Lifecycle events, one per revision after 0.
+CREATE TABLE task_event (
+	task_id  TEXT    NOT NULL REFERENCES task (id) ON DELETE CASCADE,
+	revision INTEGER NOT NULL CHECK (revision > 0),
+	event_id TEXT    NOT NULL,
+	type     TEXT    NOT NULL,
+	payload  BLOB    NOT NULL,
+	PRIMARY KEY (task_id, revision)
+) STRICT;
+
+-- Input records: identity and disposition of every input request of a task.
+CREATE TABLE task_input (
+	task_id    TEXT NOT NULL REFERENCES task (id) ON DELETE CASCADE,
+	request_id TEXT NOT NULL,
+	doc        BLOB NOT NULL,
+	PRIMARY KEY (task_id, request_id)
+) STRICT;

@@ -37,7 +37,7 @@ func newTxn(tx *sql.Tx, now time.Time) *txn {
 // (not lazily) matters: a pool prepare needs a free connection, and lazily
 // every reader could be inside a transaction waiting for one.
 var hotReads = []string{
-	activeVersionQuery,
+	activeVersionQuery, activeSummaryQuery,
 	directoryCountAll, directoryCountScoped,
 	directoryAscAll, directoryDescAll, directoryAscScoped, directoryDescScoped,
 }

@@ -13,6 +13,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"strconv"
+	"strings"
 
 	"agentgw/db"
 	"agentgw/policy"
@@ -134,12 +135,34 @@ func (s *Service) pageSize(max *int) int {
 	return *max
 }
 
-// Endpoint returns the active version of endpoint if requester may see it,
-// and ErrNotFound otherwise, whether the endpoint is hidden, inactive or
-// nonexistent. The store is consulted first in every case.
+// Endpoint returns the active version of endpoint, canonical bytes
+// included, if requester may see it, and ErrNotFound otherwise, whether the
+// endpoint is hidden, inactive or nonexistent. The first look at the store
+// reads only the summary row, whose cost does not depend on the manifest's
+// size, and is made in every case; the manifest is read only for a requester
+// who may see it. So a hidden endpoint answers like a missing one, in bytes
+// and in time.
 func (s *Service) Endpoint(ctx context.Context, pol *policy.Policy, requester jid.JID, endpoint jid.JID) (db.Version, error) {
 	bare := endpoint.Bare().String()
+	if _, err := s.visible(ctx, pol, requester, bare); err != nil {
+		return db.Version{}, err
+	}
 	v, err := s.Store.ActiveVersion(ctx, bare)
+	if errors.Is(err, db.ErrNotFound) {
+		// Deactivated in between.
+		return db.Version{}, ErrNotFound
+	}
+	return v, err
+}
+
+// EndpointSummary is Endpoint without the canonical bytes, for answers that
+// need only the names, version and hash (endpoint info, ping).
+func (s *Service) EndpointSummary(ctx context.Context, pol *policy.Policy, requester jid.JID, endpoint jid.JID) (db.Version, error) {
+	return s.visible(ctx, pol, requester, endpoint.Bare().String())
+}
+
+func (s *Service) visible(ctx context.Context, pol *policy.Policy, requester jid.JID, bare string) (db.Version, error) {
+	v, err := s.Store.ActiveSummary(ctx, bare)
 	visible := pol.CanSee(requester, bare)
 	switch {
 	case errors.Is(err, db.ErrNotFound):
@@ -163,10 +186,14 @@ func (s *Service) EndpointInfo(v db.Version, features []string) wire.InfoResult 
 		{Var: "server_name", Values: []string{v.Name}},
 		{Var: "server_title", Values: []string{title}},
 	}
+	// All eight fields are always present. description is text-multi in
+	// the registered form type: one value per line, none when empty.
+	var desc []string
 	if v.Description != "" {
-		fields = append(fields, wire.Field{Var: "description", Values: []string{v.Description}})
+		desc = strings.Split(v.Description, "\n")
 	}
 	fields = append(fields,
+		wire.Field{Var: "description", Values: desc},
 		wire.Field{Var: "version", Values: []string{v.Version}},
 		wire.Field{Var: "manifest_hash_algo", Values: []string{HashAlgo}},
 		wire.Field{Var: "manifest_hash_value", Values: []string{base64.StdEncoding.EncodeToString(v.Hash[:])}},

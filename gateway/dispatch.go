@@ -22,6 +22,10 @@ type session struct {
 	sess   *xmpp.Session
 	ctx    context.Context
 	lastNS atomic.Int64
+	// quickQ feeds quickSender (see reject).
+	quickQ chan func()
+	// presence is the stream's presence state (presence.go).
+	presence *presenceState
 }
 
 func (s *session) touch()            { s.lastNS.Store(time.Now().UnixNano()) }
@@ -61,8 +65,11 @@ func (s *session) handler() xmpp.Handler {
 			if !tooLarge {
 				s.dispatchMessage(el)
 			}
+		case "presence":
+			if !tooLarge {
+				s.dispatchPresence(el)
+			}
 		}
-		// Presence is not handled yet: nothing to answer.
 		return nil
 	})
 }
@@ -94,7 +101,10 @@ func (s *session) stanzaAddrs(start xml.StartElement) (from, to jid.JID, id, typ
 	if from.Equal(jid.JID{}) {
 		from = s.g.domain
 	}
-	if to.Equal(jid.JID{}) {
+	// A stanza not addressed to a JID we host is dropped unanswered: any
+	// reply would have to come from a JID we do not host, and the server
+	// would drop the whole component stream for it (invalid-from).
+	if to.Equal(jid.JID{}) || to.Domainpart() != s.g.domain.Domainpart() {
 		return from, to, id, typ, false
 	}
 	return from, to, id, typ, true
@@ -127,24 +137,35 @@ func (s *session) dispatchIQ(el wire.Element, tooLarge bool) {
 	}
 	req := &Request{ID: id, Type: stanza.IQType(typ), From: from, To: to}
 	if tooLarge {
-		s.replyError(req, errResource)
+		s.reject(req, errResource)
 		return
 	}
 	kids := el.Children()
 	if len(kids) != 1 {
 		// RFC 6120 §8.2.3: a get or set has exactly one payload.
-		s.replyError(req, errBadRequest)
+		s.reject(req, errBadRequest)
 		return
 	}
 	req.Payload = kids[0]
+	if !from.Equal(s.g.domain) && !s.g.limiter.allow(from.Bare().String(), time.Now()) {
+		s.reject(req, errResource)
+		return
+	}
 	select {
 	case s.g.workers <- struct{}{}:
 	default:
-		s.replyError(req, errResource)
+		s.reject(req, errResource)
 		return
 	}
 	go func() {
 		defer func() { <-s.g.workers }()
+		defer func() {
+			// A bug in one handler must not take the gateway down.
+			if r := recover(); r != nil {
+				s.g.log.Error("handler panic", "to", req.To.String(), "payload", req.Payload.Start.Name.Space+" "+req.Payload.Start.Name.Local, "panic", r)
+				s.replyError(req, errInternal)
+			}
+		}()
 		payload, err := s.g.route(s.ctx, req)
 		if err != nil {
 			s.replyError(req, err)
@@ -154,6 +175,38 @@ func (s *session) dispatchIQ(el wire.Element, tooLarge bool) {
 	}()
 }
 
+// quickReplies bounds the replies the read loop hands off without a worker:
+// rejections and message bounces. Past it they are dropped: a peer flooding
+// us faster than we can write does not get every refusal.
+const quickReplies = 256
+
+// reject answers req with err without doing any work for it. The read loop
+// never writes itself; a full queue drops the reply.
+func (s *session) reject(req *Request, err error) {
+	s.quick(func() { s.replyError(req, err) })
+}
+
+// quick queues a small write for the session's quick sender.
+func (s *session) quick(f func()) {
+	select {
+	case s.quickQ <- f:
+	default:
+		s.g.log.Debug("dropping a quick reply: queue full")
+	}
+}
+
+// quickSender writes queued quick replies until the session ends.
+func (s *session) quickSender() {
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case f := <-s.quickQ:
+			f()
+		}
+	}
+}
+
 // dispatchMessage bounces messages: no messaging profile is offered, and the
 // bounce is the same for every endpoint, hidden, visible or nonexistent.
 func (s *session) dispatchMessage(el wire.Element) {
@@ -161,8 +214,12 @@ func (s *session) dispatchMessage(el wire.Element) {
 	if !ok || typ == string(stanza.ErrorMessage) || from.Equal(s.g.domain) {
 		return
 	}
+	if typ == string(stanza.HeadlineMessage) {
+		// RFC 6121 §8.5.2: headlines to nobody are silently dropped.
+		return
+	}
 	msg := stanza.Message{ID: id, From: to, To: from, Type: stanza.ErrorMessage}
-	go s.send(msg.Wrap(errServiceUnavailable.TokenReader()))
+	s.quick(func() { s.send(msg.Wrap(errServiceUnavailable.TokenReader())) })
 }
 
 // replyResult answers req from the JID it was addressed to.
@@ -190,6 +247,11 @@ func (s *session) replyError(req *Request, err error) {
 // deadline under the next Send and break the stream. So only the session's
 // own context, which ends with the stream, is ever passed.
 func (s *session) send(r xml.TokenReader) {
+	if s.ctx.Err() != nil {
+		// The stream is closing. A Send with an ended context would set a
+		// past write deadline under the shutdown announcements.
+		return
+	}
 	if err := s.sess.Send(s.ctx, r); err != nil && s.ctx.Err() == nil {
 		s.g.log.Warn("send failed", "err", err)
 	}

@@ -11,6 +11,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/xml"
 	"errors"
 	"log/slog"
 	"sync"
@@ -20,7 +21,9 @@ import (
 	"agentgw/config"
 	"agentgw/db"
 	"agentgw/directory"
+	"agentgw/legacy"
 	"agentgw/policy"
+	"agentgw/taskd"
 
 	"mellium.im/xmpp/jid"
 )
@@ -62,6 +65,15 @@ type Gateway struct {
 	domain  jid.JID
 	workers chan struct{}
 	pending *pendingIQs
+	limiter *limiter
+
+	// avail is the runtime availability hook and presence the presence
+	// state of the live stream, nil between streams (presence.go).
+	avail    legacy.Availability
+	presence atomic.Pointer[presenceState]
+
+	// tasks runs the task protocol (route_task.go); nil until AttachTasks.
+	tasks atomic.Pointer[taskd.Service]
 
 	gatewayIQ        map[iqKey]iqHandler
 	endpointIQ       map[iqKey]iqHandler
@@ -87,6 +99,7 @@ func New(cfg *config.Config, store *db.Store, log *slog.Logger) *Gateway {
 		domain:  cfg.Domain,
 		workers: make(chan struct{}, maxWorkers),
 		pending: newPendingIQs(maxPendingIQs),
+		limiter: newLimiter(cfg.RateLimit, float64(cfg.RateBurst)),
 		notify:  make(chan struct{}),
 		dir: &directory.Service{
 			Store:         store,
@@ -142,6 +155,19 @@ func (g *Gateway) Connected() (bool, <-chan struct{}) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.connected, g.notify
+}
+
+// sendStanza writes one stanza on the live stream, from any goroutine, or
+// fails with ErrStreamLost when there is none. Like session.send it passes
+// only the session's own context.
+func (g *Gateway) sendStanza(r xml.TokenReader) error {
+	g.pending.mu.Lock()
+	s := g.pending.sess
+	g.pending.mu.Unlock()
+	if s == nil || s.ctx.Err() != nil {
+		return ErrStreamLost
+	}
+	return s.sess.Send(s.ctx, r)
 }
 
 // WaitConnected blocks until a stream is up or ctx ends.

@@ -22,6 +22,9 @@ import (
 	"agentgw/gateway"
 	"agentgw/policy"
 	"agentgw/wire"
+
+	"mellium.im/xmpp/jid"
+	"mellium.im/xmpp/stanza"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -329,13 +332,28 @@ func TestUnhandledAndAnswers(t *testing.T) {
 	e := start(t, "")
 	got := marshal(t, e.srv.iq(alice, domain, "set", `<query xmlns='jabber:iq:version'/>`))
 	golden(t, "service-unavailable", got)
-	// Results and errors are never answered: the next stanza out is the
-	// answer to the ping that follows them.
+	// Results and errors are never answered, and neither is anything
+	// addressed to a JID we do not host (any answer would come from it): the
+	// next stanza out is the answer to the ping that follows them.
 	e.srv.write(`<iq type='result' id='r1' from='` + alice + `' to='` + domain + `'/>`)
 	e.srv.write(`<iq type='error' id='r2' from='` + alice + `' to='` + domain + `'><error type='cancel'><item-not-found xmlns='urn:ietf:params:xml:ns:xmpp-stanzas'/></error></iq>`)
-	el := e.srv.iq(alice, domain, "get", `<ping xmlns='urn:xmpp:ping'/>`)
+	e.srv.write(`<iq type='get' id='r3' from='` + alice + `' to='other.example'><ping xmlns='urn:xmpp:ping'/></iq>`)
+	e.srv.write(`<iq type='get' id='r4' from='` + alice + `' to='x@other.example'><query xmlns='jabber:iq:version'/></iq>`)
+	e.srv.write(`<message type='chat' id='r5' from='` + alice + `' to='x@other.example'><body>hi</body></message>`)
+	e.srv.write(`<message type='headline' id='r6' from='` + alice + `' to='a@` + domain + `'><body>hi</body></message>`)
+	e.srv.write(`<iq type='get' id='ping-1' from='` + alice + `' to='` + domain + `'><ping xmlns='urn:xmpp:ping'/></iq>`)
+	el := e.srv.next()
+	if id, _ := el.AttrValue("id"); id != "ping-1" {
+		t.Fatalf("first stanza out answers something that must not be answered: %s", marshal(t, el))
+	}
 	if typ, _ := el.AttrValue("type"); typ != "result" {
 		t.Fatalf("ping answer: %s", marshal(t, el))
+	}
+	// A chat message to an endpoint bounces, from the endpoint.
+	e.srv.write(`<message type='chat' id='m1' from='` + alice + `' to='a@` + domain + `'><body>hi</body></message>`)
+	el = e.srv.next()
+	if from, _ := el.AttrValue("from"); from != "a@"+domain || !strings.Contains(marshal(t, el), "service-unavailable") {
+		t.Fatalf("bounce: %s", marshal(t, el))
 	}
 	// Two payloads is a bad request.
 	el = e.srv.iq(alice, domain, "get", `<ping xmlns='urn:xmpp:ping'/><ping xmlns='urn:xmpp:ping'/>`)
@@ -426,5 +444,67 @@ func TestPolicyReload(t *testing.T) {
 	e.gw.SetPolicy(&policy.Policy{Visibility: []policy.Grant{{Principals: []policy.Principal{p}, Endpoints: []string{"a001@" + domain}}}})
 	if el := e.srv.iq(mall, "a001@"+domain, "get", info); !strings.Contains(marshal(t, el), "agent-endpoint-info") {
 		t.Fatalf("mallory does not see after the grant: %s", marshal(t, el))
+	}
+}
+
+// TestStreamLossFailsPending: an outgoing IQ still waiting when the stream
+// drops fails at once with ErrStreamLost, long before its own timeout, and
+// nothing stays pending.
+func TestStreamLossFailsPending(t *testing.T) {
+	e := start(t, "")
+	errc := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_, err := e.gw.SendIQ(ctx, stanza.IQ{Type: stanza.GetIQ, From: jid.MustParse(domain), To: jid.MustParse(alice)}, wire.Elem(xml.Name{Space: "urn:xmpp:ping", Local: "ping"}, nil))
+		errc <- err
+	}()
+	if el := e.srv.next(); !strings.Contains(marshal(t, el), "urn:xmpp:ping") {
+		t.Fatalf("expected the outgoing ping, got %s", marshal(t, el))
+	}
+	if n := e.gw.PendingIQs(); n != 1 {
+		t.Fatalf("%d pending, want 1", n)
+	}
+	e.srv.conn.Close()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, gateway.ErrStreamLost) {
+			t.Fatalf("pending IQ failed with %v, want ErrStreamLost", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("pending IQ still waiting after the stream was lost")
+	}
+	if n := e.gw.PendingIQs(); n != 0 {
+		t.Fatalf("%d still pending", n)
+	}
+}
+
+// TestRateLimit: past its burst, a sender's requests get
+// <resource-constraint/> while another sender is still served.
+func TestRateLimit(t *testing.T) {
+	srv := newFakeServer(t)
+	cfg := testConfig(t, srv.ln.Addr().String(), "")
+	cfg.RateLimit, cfg.RateBurst = 0.001, 2
+	store, err := db.Open(context.Background(), filepath.Join(t.TempDir(), "gw.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	gw := gateway.New(cfg, store, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go gw.Run(ctx)
+	srv.accept()
+	ping := `<ping xmlns='urn:xmpp:ping'/>`
+	for i := 0; i < 2; i++ {
+		if el := srv.iq(alice, domain, "get", ping); !strings.Contains(marshal(t, el), "type='result'") {
+			t.Fatalf("request %d within the burst: %s", i, marshal(t, el))
+		}
+	}
+	if el := srv.iq(alice, domain, "get", ping); !strings.Contains(marshal(t, el), "resource-constraint") {
+		t.Fatalf("request past the burst: %s", marshal(t, el))
+	}
+	if el := srv.iq(carol, domain, "get", ping); !strings.Contains(marshal(t, el), "type='result'") {
+		t.Fatalf("another sender: %s", marshal(t, el))
 	}
 }

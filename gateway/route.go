@@ -6,6 +6,7 @@ import (
 
 	"agentgw/directory"
 	"agentgw/ping"
+	"agentgw/policy"
 	"agentgw/wire"
 
 	"mellium.im/xmpp/stanza"
@@ -40,6 +41,11 @@ var (
 // surfaces lists every protocol surface the gateway serves. Each route_*.go
 // file adds its own from an init function, so surfaces do not share code.
 var surfaces []func() surface
+
+// policyFeatures lists the gateway features that depend on the policy in
+// force (admins configured, self-registration on). They are computed for
+// every disco#info, so they follow a SIGHUP reload as the handlers do.
+var policyFeatures []func(*policy.Policy) []string
 
 func init() {
 	surfaces = append(surfaces, coreDirectory, pingSurface)
@@ -103,7 +109,11 @@ func coreDirectory() surface {
 
 func gatewayDiscoInfo(g *Gateway, _ context.Context, req *Request) (xml.TokenReader, error) {
 	node, _ := req.Payload.AttrValue("node")
-	info, err := g.dir.GatewayInfo(node, g.gatewayFeatures)
+	lists := [][]string{g.gatewayFeatures}
+	for _, f := range policyFeatures {
+		lists = append(lists, f(g.Policy()))
+	}
+	info, err := g.dir.GatewayInfo(node, features(lists...))
 	if err != nil {
 		return nil, err
 	}
@@ -119,26 +129,28 @@ func gatewayDiscoItems(g *Gateway, ctx context.Context, req *Request) (xml.Token
 	return items.TokenReader(), nil
 }
 
-// endpointDiscoInfo answers node-less disco#info with the endpoint info; any
-// node is item-not-found. The endpoint is resolved first, so a hidden or
-// nonexistent endpoint fails identically whatever the node.
+// endpointDiscoInfo answers node-less disco#info with the endpoint info, and
+// hands any node to the agent API (tool collection and tool nodes,
+// route_api.go), where every other node is item-not-found. Both resolve the
+// endpoint first, so a hidden or nonexistent endpoint fails identically
+// whatever the node.
 func endpointDiscoInfo(g *Gateway, ctx context.Context, req *Request) (xml.TokenReader, error) {
-	v, err := g.dir.Endpoint(ctx, g.Policy(), req.From, req.To)
+	if node, _ := req.Payload.AttrValue("node"); node != "" {
+		return endpointNodeInfo(g, ctx, req, node)
+	}
+	v, err := g.dir.EndpointSummary(ctx, g.Policy(), req.From, req.To)
 	if err != nil {
 		return nil, err
 	}
-	if node, _ := req.Payload.AttrValue("node"); node != "" {
-		return nil, directory.ErrNotFound
-	}
-	return g.dir.EndpointInfo(v, g.endpointFeatures).TokenReader(), nil
+	return g.dir.EndpointInfo(v, features(g.endpointFeatures, g.taskEndpointFeatures(ctx, v))).TokenReader(), nil
 }
 
 func endpointDiscoItems(g *Gateway, ctx context.Context, req *Request) (xml.TokenReader, error) {
-	if _, err := g.dir.Endpoint(ctx, g.Policy(), req.From, req.To); err != nil {
-		return nil, err
-	}
 	if node, _ := req.Payload.AttrValue("node"); node != "" {
-		return nil, directory.ErrNotFound
+		return endpointNodeItems(g, ctx, req, node)
+	}
+	if _, err := g.dir.EndpointSummary(ctx, g.Policy(), req.From, req.To); err != nil {
+		return nil, err
 	}
 	return wire.ItemsResult{}.TokenReader(), nil
 }
@@ -152,7 +164,7 @@ func pingSurface() surface {
 		},
 		endpointIQ: map[iqKey]iqHandler{
 			{stanza.GetIQ, ping.Name}: func(g *Gateway, ctx context.Context, req *Request) (xml.TokenReader, error) {
-				_, err := g.dir.Endpoint(ctx, g.Policy(), req.From, req.To)
+				_, err := g.dir.EndpointSummary(ctx, g.Policy(), req.From, req.To)
 				return nil, err
 			},
 		},

@@ -27,7 +27,7 @@ var ErrNotAuthorized = errors.New("gateway: the server rejected the component se
 // reconnecting after every stream loss with capped exponential backoff and
 // jitter. It returns nil when ctx ends.
 func (g *Gateway) Run(ctx context.Context) error {
-	delay := backoffMin
+	delay := min(backoffMin, g.cfg.ReconnectMax)
 	for {
 		started := time.Now()
 		err := g.connectAndServe(ctx)
@@ -39,7 +39,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 			return err
 		}
 		if time.Since(started) >= backoffReset {
-			delay = backoffMin
+			delay = min(backoffMin, g.cfg.ReconnectMax)
 		}
 		// Equal jitter: half the delay fixed, half random, so a restarted
 		// server is not hit by every gateway at the same instant.
@@ -50,7 +50,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 			return nil
 		case <-time.After(wait):
 		}
-		delay = min(delay*2, g.cfg.ReconnectMax)
+		delay = max(min(delay*2, g.cfg.ReconnectMax), time.Millisecond)
 	}
 }
 
@@ -87,9 +87,13 @@ func (g *Gateway) connectAndServe(ctx context.Context) error {
 func (g *Gateway) serve(ctx context.Context, sess *xmpp.Session, conn net.Conn) error {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	s := &session{g: g, sess: sess, ctx: sctx}
+	s := &session{g: g, sess: sess, ctx: sctx, quickQ: make(chan func(), quickReplies)}
 	s.touch()
+	go s.quickSender()
 	g.pending.open(s)
+	// Presence starts before the read loop, so no presence stanza finds it
+	// missing; its first pass announces available to subscribers.
+	s.presence = startPresence(s)
 	g.setConnected(true)
 	g.log.Info("component stream up", "domain", g.domain.String(), "server", g.cfg.Server)
 
@@ -101,8 +105,10 @@ func (g *Gateway) serve(ctx context.Context, sess *xmpp.Session, conn net.Conn) 
 	select {
 	case err = <-done:
 	case <-ctx.Done():
-		// Orderly shutdown: close our stream, then give the server a moment
-		// to close its own before dropping the connection.
+		// Orderly shutdown: tell subscribers the endpoints are going away
+		// (bounded in time), close our stream, then give the server a
+		// moment to close its own before dropping the connection.
+		s.presence.shutdown()
 		_ = sess.Close()
 		select {
 		case err = <-done:
@@ -125,7 +131,20 @@ func (g *Gateway) serve(ctx context.Context, sess *xmpp.Session, conn net.Conn) 
 func (g *Gateway) dial(ctx context.Context) (net.Conn, error) {
 	d := &net.Dialer{KeepAlive: 30 * time.Second}
 	if !g.cfg.TLS {
-		return d.DialContext(ctx, "tcp", g.cfg.Server)
+		conn, err := d.DialContext(ctx, "tcp", g.cfg.Server)
+		if err != nil {
+			return nil, err
+		}
+		// Configuration accepted the name; check where it led, since a
+		// resolver can map "localhost" anywhere.
+		if tcp, ok := conn.RemoteAddr().(*net.TCPAddr); !g.cfg.InsecurePlaintext && (!ok || !tcp.IP.IsLoopback()) {
+			conn.Close()
+			return nil, fmt.Errorf("plaintext component stream refused: %s is not a loopback address", conn.RemoteAddr())
+		}
+		if g.cfg.InsecurePlaintext {
+			g.log.Warn("component stream is plaintext to a non-loopback server (insecure_plaintext)", "server", g.cfg.Server)
+		}
+		return conn, nil
 	}
 	host, _, _ := net.SplitHostPort(g.cfg.Server)
 	tcfg := &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12}

@@ -183,8 +183,8 @@ func TestEndpointInfoHash(t *testing.T) {
 	if form["manifest_hash_value"] != fields[3] || form["version"] != fields[1] || form["manifest_hash_algo"] != "sha-256" {
 		t.Fatalf("form %v does not match %q", form, out)
 	}
-	if len(form) != 8 {
-		t.Errorf("endpoint info form has %d fields, want FORM_TYPE and 7 more (weather has no description): %s", len(form), raw)
+	if n := strings.Count(raw, "<field "); n != 9 {
+		t.Errorf("endpoint info form has %d fields, want FORM_TYPE and all 8: %s", n, raw)
 	}
 	if form["FORM_TYPE"] != "urn:xmpp:agent-endpoint-info:0" {
 		t.Errorf("FORM_TYPE = %q", form["FORM_TYPE"])

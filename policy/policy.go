@@ -109,6 +109,9 @@ type Policy struct {
 	LocalDomains []string
 	// Admins are bare JIDs allowed to provision endpoints.
 	Admins []string
+	// SelfRegister lets accounts of LocalDomains register manifests for
+	// their own bare JID (the Self Registration profile). False denies.
+	SelfRegister bool
 	// Visibility and Invoke are the grants, in configuration order.
 	Visibility []Grant
 	Invoke     []Grant

@@ -140,7 +140,10 @@ modules:
   mod_ping: {}
   mod_roster: {}
   mod_s2s_dialback: {}
-  mod_vcard: {}
+  mod_vcard:
+    search: true
+    matches: infinity
+    allow_return_all: true
   mod_version:
     show_os: false
 `, e.logLevel, yq(e.RemoteDomain), yq(e.ejabberdPEM), yq(e.CACertFile),
@@ -264,6 +267,18 @@ func (e *Env) ejabberdAPI(ctx context.Context, command string, args any) ([]byte
 		return out, fmt.Errorf("ejabberd api %s: %s: %s", command, resp.Status, strings.TrimSpace(string(out)))
 	}
 	return out, nil
+}
+
+// SetVCard sets one vCard field (a vCard-temp element name such as
+// "NICKNAME" or "FN") of an ejabberd account through mod_admin_extra. With
+// the harness's mod_vcard (search enabled, no match limit, empty searches
+// allowed), the account then shows up in the vjud.RemoteDomain XEP-0055
+// search service.
+func (e *Env) SetVCard(ctx context.Context, localpart, name, value string) error {
+	_, err := e.ejabberdAPI(ctx, "set_vcard", map[string]string{
+		"user": localpart, "host": e.RemoteDomain, "name": name, "content": value,
+	})
+	return err
 }
 
 // registerEjabberd creates an ejabberd account through mod_http_api (one

@@ -10,7 +10,7 @@ import (
 // setGroup makes the child the leader of a new process group, so that the
 // tool and everything it starts can be signalled together.
 func setGroup(cmd *osexec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = sysProcAttr()
 }
 
 // signalGroup sends sig to the process group led by pid. A group that no

@@ -1,0 +1,243 @@
+// Package api implements the urn:xmpp:agent-api:0 protocol surface of the
+// XMPP Agent Gateway ProtoXEP: the Tool Discovery profile (version-pinned
+// tool collections and tool nodes over XEP-0030 with XEP-0059 paging and
+// XEP-0128 tool information forms, manifest retrieval and schema retrieval),
+// the Administrative Provisioning profile (register, activate, deactivate,
+// registration-status, remove-version and remove-endpoint at the gateway
+// JID) and the Self Registration profile (an authenticated account of a
+// local domain registering a manifest for its own bare JID).
+//
+// It has wire types for every element of the XML Schema, each with a
+// TokenReader and a Parse function, and handlers that turn a parsed request,
+// the store and the policy in force into a result or a stanza.Error.
+//
+// # Visibility
+//
+// Manifests, tool collections, tool nodes and schemas follow the same
+// visibility decision as discovery (directory.Service.Endpoint): the
+// endpoint must be active and visible to the requester. Any version
+// registered for such an endpoint is addressable by its exact value, active
+// or not. A deactivated endpoint is treated exactly like a nonexistent one:
+// all of its versions answer <item-not-found/>, as a hidden endpoint's do,
+// with the same bytes. Invocation permission never grants any of this.
+//
+// # Authorization of provisioning
+//
+// The gateway JID answers the provisioning IQs for the bare JIDs in
+// policy.admins. Self-registration is allowed when policy.self_register
+// is true, the sender is an account (a localpart) of one of
+// policy.local_domains, and agent.jid equals the sender's bare JID; federation
+// never grants it. The owner of a self-registered endpoint may also
+// activate, deactivate and inspect it (the same <activate/>, <deactivate/>
+// and <registration-status/> IQs, with jid set to its own bare JID); removal
+// stays with the admins. Everyone else gets <forbidden/>, before anything in
+// the payload is looked at beyond its jid attribute. A <register/> from a
+// local account is the one case where the manifest must be parsed before the
+// last check (agent.jid equals the sender) can be made, so such an account
+// may see a validation or limit error for a manifest naming someone else;
+// that reveals nothing about any endpoint.
+//
+// Admin-provisioned endpoints are virtual: agent.jid must lie under the
+// component domain (what manifest.Options.Domain enforces for the CLI).
+// Self-registered endpoints are real accounts under a local domain; they
+// answer their own discovery, and the gateway only stores and lists them.
+//
+// # Limits
+//
+// Manifests are validated with manifest.DefaultLimits (1 MiB raw manifest,
+// 256 KiB per canonical schema, 1024 tools, nesting depth 64; see package
+// manifest). On top of those, the canonical manifest must fit
+// MaxServedJSONBytes once escaped as XML, so that every result this package
+// sends stays within the stanza size limits of common servers. A request
+// over a limit gets <resource-constraint/>, after authorization, and the
+// rejected JSON is never reflected.
+package api
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"agentgw/db"
+	"agentgw/directory"
+	"agentgw/manifest"
+	"agentgw/policy"
+	"agentgw/wire"
+
+	"mellium.im/xmpp/jid"
+	"mellium.im/xmpp/stanza"
+)
+
+// Namespaces, features, identities, form types and media types.
+const (
+	// NS is the Agent API XML namespace.
+	NS = manifest.NS
+	// FeatureManifest is advertised by endpoints that answer
+	// <manifest-request/>.
+	FeatureManifest = NS + "#manifest"
+	// FeatureSchema is advertised by endpoints that answer
+	// <schema-request/>.
+	FeatureSchema = NS + "#schema"
+	// FeatureSelfRegister is advertised by the gateway when
+	// self-registration is enabled.
+	FeatureSelfRegister = NS + "#self-register"
+	// FeatureAdmin is advertised by the gateway when admins are configured.
+	FeatureAdmin = NS + "#admin"
+	// FeatureTool is the feature var of tool nodes, and the prefix of
+	// their node names.
+	FeatureTool = manifest.NSTool
+	// FormToolInfo is the FORM_TYPE of the tool information form.
+	FormToolInfo = "urn:xmpp:agent-tool-info:0"
+	// TypeToolCollection and TypeTool are the identity types, in the
+	// automation category, of collection and tool nodes.
+	TypeToolCollection = "agent-tool-collection"
+	TypeTool           = "agent-tool"
+	// MediaTypeJSON is the media type of manifests.
+	MediaTypeJSON = "application/json"
+	// MediaTypeSchema is the media type of tool schemas.
+	MediaTypeSchema = "application/schema+json"
+)
+
+// Task features a tool node may advertise (ProtoXEP "Tool Information"). A
+// tool node lists one only if the gateway implements it (Service.TaskFeatures)
+// and the tool declares it in its urn:xmpp:agent-api:0 extension object.
+const (
+	FeatureTaskProgress = "urn:xmpp:agent-task:0#progress"
+	FeatureTaskCancel   = "urn:xmpp:agent-task:0#cancel"
+	FeatureTaskInput    = "urn:xmpp:agent-task:0#input"
+)
+
+// EndpointFeatures are the features this package adds to every endpoint's
+// disco#info.
+var EndpointFeatures = []string{FeatureManifest, FeatureSchema}
+
+// GatewayFeatures are the features this package adds to the gateway's
+// disco#info under policy p: #admin when admins are configured,
+// #self-register when self-registration is on. They are computed from the
+// policy in force, so they follow a SIGHUP reload exactly as the handlers do.
+func GatewayFeatures(p *policy.Policy) []string {
+	var out []string
+	if p == nil {
+		return out
+	}
+	if len(p.Admins) > 0 {
+		out = append(out, FeatureAdmin)
+	}
+	if p.SelfRegister && len(p.LocalDomains) > 0 {
+		out = append(out, FeatureSelfRegister)
+	}
+	return out
+}
+
+// Stanza errors of this package. Hidden and nonexistent objects share
+// ErrNotFound, which is directory.ErrNotFound: the same bytes everywhere.
+var (
+	ErrNotFound           = directory.ErrNotFound
+	ErrBadRequest         = stanza.Error{Type: stanza.Modify, Condition: stanza.BadRequest}
+	ErrForbidden          = stanza.Error{Type: stanza.Auth, Condition: stanza.Forbidden}
+	ErrConflict           = stanza.Error{Type: stanza.Cancel, Condition: stanza.Conflict}
+	ErrNotAcceptable      = stanza.Error{Type: stanza.Modify, Condition: stanza.NotAcceptable}
+	ErrResourceConstraint = stanza.Error{Type: stanza.Wait, Condition: stanza.ResourceConstraint}
+)
+
+// Service answers the agent API from the store, under the visibility
+// decision of the directory.
+type Service struct {
+	Store *db.Store
+	// Dir makes the visibility decision (Dir.Endpoint) and sets the page
+	// cap of tool listings (Dir.PageMax).
+	Dir *directory.Service
+	// Domain is the component domain: admin-provisioned endpoints must lie
+	// under it, and no account of it may self-register.
+	Domain jid.JID
+	// TaskFeatures are the task features the gateway implements, among
+	// FeatureTaskProgress, FeatureTaskCancel and FeatureTaskInput. A tool
+	// node advertises those its tool declares. Empty until the task layer
+	// exists: nothing may be advertised that is not implemented.
+	TaskFeatures []string
+}
+
+// Request is an IQ get or set as the handlers see it.
+type Request struct {
+	// Policy is the policy in force when the IQ arrived.
+	Policy *policy.Policy
+	// From is the authenticated sender; To is the JID addressed, the
+	// gateway or an endpoint.
+	From, To jid.JID
+	// Payload is the IQ's child element.
+	Payload wire.Element
+}
+
+// manifestError maps a validation failure to its stanza error. Diagnostics
+// are dropped: the error carries only the condition.
+func manifestError(err error) error {
+	var me *manifest.Error
+	if !errors.As(err, &me) {
+		return err
+	}
+	switch me.Kind {
+	case manifest.KindTooLarge:
+		return ErrResourceConstraint
+	case manifest.KindMalformed:
+		return ErrBadRequest
+	}
+	return ErrNotAcceptable
+}
+
+// storeError maps the store's sentinel errors to stanza errors; anything
+// else is returned unchanged and becomes internal-server-error.
+func storeError(err error) error {
+	switch {
+	case errors.Is(err, db.ErrNotFound):
+		return ErrNotFound
+	case errors.Is(err, db.ErrConflict), errors.Is(err, db.ErrHashMismatch),
+		errors.Is(err, db.ErrActive), errors.Is(err, db.ErrRetained):
+		return ErrConflict
+	}
+	return err
+}
+
+// parseEndpointJID normalizes the jid attribute of a provisioning request:
+// a bare JID with a localpart.
+func parseEndpointJID(s string) (string, error) {
+	j, err := jid.Parse(s)
+	if err != nil || j.Localpart() == "" || j.Resourcepart() != "" {
+		return "", parseErr("jid", "must be a bare JID with a localpart")
+	}
+	return j.Bare().String(), nil
+}
+
+// versionOf turns a validated manifest into a store row.
+func versionOf(m *manifest.Manifest) db.Version {
+	return db.Version{
+		JID: m.JID, Version: m.Version, Hash: m.Hash, Canonical: m.Canonical,
+		Name: m.Name, Title: m.Title, Description: m.Description,
+	}
+}
+
+// toolTaskFeatures lists the task features of a tool node: those the gateway
+// implements and the tool declares. This is the hook for the task layer.
+func (s *Service) toolTaskFeatures(t *manifest.Tool) []string {
+	var out []string
+	for _, f := range s.TaskFeatures {
+		declared := false
+		switch f {
+		case FeatureTaskProgress:
+			declared = t.Ext.SupportsProgress
+		case FeatureTaskCancel:
+			declared = t.Ext.SupportsCancellation
+		case FeatureTaskInput:
+			declared = t.Ext.SupportsInput
+		}
+		if declared && !slices.Contains(out, f) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// errInconsistent reports stored content that no longer parses or hashes to
+// its stored hash: a local fault, never the requester's.
+func errInconsistent(jid, version string, err error) error {
+	return fmt.Errorf("api: stored manifest %s %s: %w", jid, version, err)
+}

@@ -1,0 +1,100 @@
+package api
+
+import (
+	"context"
+	"encoding/xml"
+
+	"agentgw/db"
+	"agentgw/manifest"
+)
+
+// visibleVersion resolves a version of the addressed endpoint for a
+// discovery or metadata operation. The visibility decision comes first and
+// is the directory's: an endpoint that is hidden, inactive or nonexistent
+// fails with ErrNotFound before anything else is looked at. Then an empty
+// version selects the active one, and any other must be registered.
+func (s *Service) visibleVersion(ctx context.Context, req Request, version string) (db.Version, error) {
+	active, err := s.Dir.Endpoint(ctx, req.Policy, req.From, req.To)
+	if err != nil {
+		return db.Version{}, err
+	}
+	if version == "" || version == active.Version {
+		return active, nil
+	}
+	v, err := s.Store.Version(ctx, active.JID, version)
+	if err != nil {
+		return db.Version{}, storeError(err)
+	}
+	return v, nil
+}
+
+// parsed returns the manifest stored as v, from the cache when it can.
+func (s *Service) parsed(v db.Version) (*manifest.Manifest, error) {
+	m, err := parsedManifests.parse(v.Canonical, v.Hash)
+	if err != nil {
+		return nil, errInconsistent(v.JID, v.Version, err)
+	}
+	return m, nil
+}
+
+// ManifestRequest answers <manifest-request/> at an endpoint: the active
+// version, or the exact version asked for, with its hash and the canonical
+// bytes that were hashed.
+func (s *Service) ManifestRequest(ctx context.Context, req Request) (xml.TokenReader, error) {
+	mr, err := ParseManifestRequest(req.Payload)
+	if err != nil {
+		return nil, ErrBadRequest
+	}
+	v, err := s.visibleVersion(ctx, req, mr.Version)
+	if err != nil {
+		return nil, err
+	}
+	// Registration refuses what cannot be served; this guards rows written
+	// before that rule, which must never reach the wire and cost the stream.
+	if escapedLen(v.Canonical) > MaxServedJSONBytes {
+		return nil, ErrResourceConstraint
+	}
+	return Manifest{Version: v.Version, Hash: HashOf(v.Hash), JSON: string(v.Canonical)}.TokenReader(), nil
+}
+
+// SchemaRequest answers <schema-request/> at an endpoint. After the
+// visibility decision and the version, the pinned manifest hash must select
+// the registered object (else <conflict/>); then the tool and the direction
+// must exist (else <item-not-found/>).
+func (s *Service) SchemaRequest(ctx context.Context, req Request) (xml.TokenReader, error) {
+	sr, err := ParseSchemaRequest(req.Payload)
+	if err != nil {
+		return nil, ErrBadRequest
+	}
+	pinned, err := Digest(sr.Hash)
+	if err != nil {
+		return nil, ErrBadRequest
+	}
+	v, err := s.visibleVersion(ctx, req, sr.Version)
+	if err != nil {
+		return nil, err
+	}
+	if pinned != v.Hash {
+		return nil, ErrConflict
+	}
+	m, err := s.parsed(v)
+	if err != nil {
+		return nil, err
+	}
+	t, ok := m.Tool(sr.Tool)
+	if !ok {
+		return nil, ErrNotFound
+	}
+	schema, digest := t.InputSchema, t.InputHash
+	if sr.Direction == DirectionOutput {
+		schema, digest = t.OutputSchema, t.OutputHash
+	}
+	if schema == nil {
+		return nil, ErrNotFound
+	}
+	return Schema{
+		Tool: t.Name, Version: v.Version, Direction: sr.Direction,
+		ManifestHash: HashOf(v.Hash), SchemaHash: HashOf(digest),
+		JSON: string(schema),
+	}.TokenReader(), nil
+}

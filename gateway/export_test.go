@@ -1,0 +1,22 @@
+package gateway
+
+import (
+	"context"
+	"encoding/xml"
+
+	"agentgw/wire"
+
+	"mellium.im/xmpp/stanza"
+)
+
+// SendIQ sends an IQ on the current stream and waits for its answer, for
+// tests of the outgoing-IQ table.
+func (g *Gateway) SendIQ(ctx context.Context, iq stanza.IQ, payload xml.TokenReader) (wire.Element, error) {
+	g.pending.mu.Lock()
+	s := g.pending.sess
+	g.pending.mu.Unlock()
+	return g.pending.send(ctx, s, iq, payload)
+}
+
+// PendingIQs is the number of outgoing IQs awaiting an answer.
+func (g *Gateway) PendingIQs() int { return g.pending.Len() }

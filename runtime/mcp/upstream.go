@@ -1,0 +1,580 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// ProtocolVersion is the MCP revision the runtime asks for. It is pinned:
+// later revisions replace in-call elicitation with input requests in the
+// result, which this bridge does not map.
+const ProtocolVersion = "2025-11-25"
+
+// State is the state of the upstream MCP server.
+type State int
+
+// Upstream states.
+const (
+	// StateStopped: not running; a call starts it if ColdStart is set.
+	StateStopped State = iota
+	// StateStarting: being started (process, transport, initialize).
+	StateStarting
+	// StateUp: a session is initialized and serving calls.
+	StateUp
+	// StateBackoff: the last start failed or the session ended; a restart
+	// is scheduled.
+	StateBackoff
+	// StateClosed: the runtime was closed.
+	StateClosed
+)
+
+// String returns the state's lowercase name.
+func (s State) String() string {
+	switch s {
+	case StateStopped:
+		return "stopped"
+	case StateStarting:
+		return "starting"
+	case StateUp:
+		return "up"
+	case StateBackoff:
+		return "backoff"
+	case StateClosed:
+		return "closed"
+	}
+	return "unknown"
+}
+
+// Status describes the upstream for presence and for the operator.
+type Status struct {
+	// State is the current state; Up is State == StateUp.
+	State State
+	Up    bool
+	// Since is when the state was entered.
+	Since time.Time
+	// Starts counts successful starts; Failures the consecutive failed
+	// starts and early session ends.
+	Starts, Failures int
+	// RetryAt is when the next restart is due, in StateBackoff.
+	RetryAt time.Time
+	// LastError describes the last failure for the operator's log, with
+	// credentials redacted. It is never sent to callers.
+	LastError string
+	// ServerName, ServerVersion and ProtocolVersion come from the last
+	// initialize result.
+	ServerName, ServerVersion, ProtocolVersion string
+}
+
+// errDown means the upstream is not up and the call may not start it.
+var errDown = errors.New("mcp: upstream is not available")
+
+// errClosed means the runtime was closed.
+var errClosed = errors.New("mcp: runtime closed")
+
+// upstream keeps at most one session with the MCP server: it starts it
+// lazily or keeps it warm, restarts it with backoff, and stops it when
+// idle.
+type upstream struct {
+	r   *Runtime
+	ctx context.Context // ends at Close
+
+	mu        sync.Mutex
+	st        Status
+	sess      *session
+	startDone chan struct{} // closed when the running start attempt ends
+	timer     *time.Timer   // restart (backoff) or idle stop
+	inflight  int
+
+	notifyMu sync.Mutex
+	seq      uint64 // of the last status computed
+	notified uint64 // of the last status delivered
+}
+
+// session is one initialized connection to the MCP server.
+type session struct {
+	cs              *sdk.ClientSession
+	tap             *tapConn
+	secrets         *secrets
+	protocolVersion string
+	serverName      string
+	serverTitle     string
+	serverVersion   string
+	tasksCall       bool // capabilities.tasks.requests.tools.call
+	tasksCancel     bool // capabilities.tasks.cancel
+	started         time.Time
+	done            chan struct{} // closed when the session has ended
+	stopping        atomic.Bool   // ended on purpose (idle, Close)
+	stderr          *tail
+
+	mu          sync.Mutex
+	taskSupport map[string]string // tool name → execution.taskSupport, once listed
+}
+
+// setStateLocked changes the state and returns the status to notify.
+func (u *upstream) setStateLocked(s State) (Status, uint64) {
+	if u.st.State != s {
+		u.st.State = s
+		u.st.Since = time.Now()
+	}
+	u.st.Up = s == StateUp
+	u.seq++
+	return u.st, u.seq
+}
+
+// notify delivers st to OnStatus unless a newer status was delivered.
+func (u *upstream) notify(st Status, seq uint64) {
+	fn := u.r.opts.OnStatus
+	if fn == nil {
+		return
+	}
+	u.notifyMu.Lock()
+	defer u.notifyMu.Unlock()
+	if seq <= u.notified {
+		return
+	}
+	u.notified = seq
+	fn(st)
+}
+
+func (u *upstream) status() Status {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.st
+}
+
+// acquire returns the up session, waiting for a start in progress. A
+// stopped or backing-off upstream is started only when wake is set (and,
+// in backoff, only once the backoff has elapsed unless force is set).
+// release must be called when the caller is done with the session.
+func (u *upstream) acquire(ctx context.Context, wake, force bool) (*session, func(), error) {
+	waited := false
+	for {
+		u.mu.Lock()
+		switch u.st.State {
+		case StateClosed:
+			u.mu.Unlock()
+			return nil, nil, errClosed
+		case StateUp:
+			s := u.sess
+			u.inflight++
+			u.stopTimerLocked()
+			u.mu.Unlock()
+			return s, func() { u.release(s) }, nil
+		case StateStarting:
+			ch := u.startDone
+			u.mu.Unlock()
+			select {
+			case <-ch:
+				waited = true
+			case <-ctx.Done():
+				return nil, nil, ctx.Err()
+			}
+		default: // stopped or backoff
+			// After one attempt ended in failure, report it rather than
+			// start another at once.
+			if waited || !wake || !force && time.Now().Before(u.st.RetryAt) {
+				err := &downError{last: u.st.LastError}
+				u.mu.Unlock()
+				return nil, nil, err
+			}
+			st, seq := u.beginStartLocked()
+			u.mu.Unlock()
+			u.notify(st, seq)
+		}
+	}
+}
+
+// downError means the upstream is not up and the caller may not (or
+// could not) start it. last is the redacted reason, for the operator.
+type downError struct{ last string }
+
+func (e *downError) Error() string {
+	if e.last == "" {
+		return errDown.Error()
+	}
+	return errDown.Error() + ": " + e.last
+}
+
+func (e *downError) Unwrap() error { return errDown }
+
+// release ends one use of s; the last use of a lazily started upstream
+// arms the idle timer.
+func (u *upstream) release(s *session) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.inflight--
+	if u.inflight == 0 && u.sess == s && u.st.State == StateUp {
+		u.armIdleLocked()
+	}
+}
+
+func (u *upstream) stopTimerLocked() {
+	if u.timer != nil {
+		u.timer.Stop()
+		u.timer = nil
+	}
+}
+
+func (u *upstream) armIdleLocked() {
+	o := &u.r.opts
+	if o.KeepWarm || o.IdleTimeout < 0 {
+		return
+	}
+	u.stopTimerLocked()
+	s := u.sess
+	u.timer = time.AfterFunc(o.IdleTimeout, func() {
+		u.mu.Lock()
+		idle := u.sess == s && u.inflight == 0 && u.st.State == StateUp
+		u.mu.Unlock()
+		if idle {
+			s.stopping.Store(true)
+			_ = s.cs.Close()
+		}
+	})
+}
+
+// beginStartLocked enters StateStarting and starts a connection attempt.
+func (u *upstream) beginStartLocked() (Status, uint64) {
+	u.stopTimerLocked()
+	u.startDone = make(chan struct{})
+	go u.start(u.startDone)
+	return u.setStateLocked(StateStarting)
+}
+
+// start makes one connection attempt.
+func (u *upstream) start(done chan struct{}) {
+	ctx, cancel := context.WithTimeout(u.ctx, u.r.opts.ConnectTimeout)
+	s, err := u.r.connect(ctx)
+	cancel()
+	u.mu.Lock()
+	defer close(done)
+	if u.st.State == StateClosed {
+		u.mu.Unlock()
+		if s != nil {
+			s.stopping.Store(true)
+			_ = s.cs.Close()
+		}
+		return
+	}
+	var (
+		st  Status
+		seq uint64
+	)
+	if err != nil {
+		u.st.Failures++
+		u.st.LastError = "start: " + err.Error()
+		st, seq = u.backoffLocked()
+	} else {
+		u.sess = s
+		u.st.Starts++
+		u.st.ServerName, u.st.ServerVersion, u.st.ProtocolVersion = s.serverName, s.serverVersion, s.protocolVersion
+		st, seq = u.setStateLocked(StateUp)
+		if u.inflight == 0 {
+			u.armIdleLocked()
+		}
+		go u.watch(s)
+	}
+	u.mu.Unlock()
+	u.notify(st, seq)
+}
+
+// backoffLocked schedules the next start after a failure: a timer when
+// the upstream is kept warm, otherwise only a RetryAt that cold starts
+// respect.
+func (u *upstream) backoffLocked() (Status, uint64) {
+	o := &u.r.opts
+	d := o.BackoffMin
+	for i := 1; i < u.st.Failures && d < o.BackoffMax; i++ {
+		d *= 2
+	}
+	d = min(d, o.BackoffMax)
+	u.st.RetryAt = time.Now().Add(d)
+	if !o.KeepWarm {
+		return u.setStateLocked(StateStopped)
+	}
+	u.stopTimerLocked()
+	u.timer = time.AfterFunc(d, func() {
+		u.mu.Lock()
+		if u.st.State != StateBackoff {
+			u.mu.Unlock()
+			return
+		}
+		st, seq := u.beginStartLocked()
+		u.mu.Unlock()
+		u.notify(st, seq)
+	})
+	return u.setStateLocked(StateBackoff)
+}
+
+// watch waits for the session to end and decides what comes next.
+func (u *upstream) watch(s *session) {
+	<-s.done
+	u.mu.Lock()
+	if u.sess != s || u.st.State == StateClosed {
+		u.mu.Unlock()
+		return
+	}
+	u.sess = nil
+	var (
+		st  Status
+		seq uint64
+	)
+	switch {
+	case s.stopping.Load():
+		u.st.RetryAt = time.Time{}
+		if u.r.opts.KeepWarm {
+			st, seq = u.beginStartLocked()
+		} else {
+			st, seq = u.setStateLocked(StateStopped)
+		}
+	default:
+		u.st.LastError = "session ended: " + s.endReason()
+		if time.Since(s.started) >= stableAfter {
+			u.st.Failures = 0
+		}
+		u.st.Failures++
+		if u.r.opts.KeepWarm {
+			st, seq = u.backoffLocked()
+		} else {
+			// A cold-startable upstream that crashed is started again by
+			// the next call, without waiting.
+			u.st.RetryAt = time.Time{}
+			st, seq = u.setStateLocked(StateStopped)
+		}
+	}
+	u.mu.Unlock()
+	u.notify(st, seq)
+}
+
+// close stops the upstream for good.
+func (u *upstream) close() {
+	u.mu.Lock()
+	if u.st.State == StateClosed {
+		u.mu.Unlock()
+		return
+	}
+	u.stopTimerLocked()
+	s := u.sess
+	u.sess = nil
+	st, seq := u.setStateLocked(StateClosed)
+	u.mu.Unlock()
+	if s != nil {
+		s.stopping.Store(true)
+		_ = s.cs.Close()
+		<-s.done
+	}
+	u.notify(st, seq)
+}
+
+// endReason describes why a session ended, for the operator.
+func (s *session) endReason() string {
+	err := s.cs.Wait()
+	msg := "closed"
+	if err != nil {
+		msg = err.Error()
+	}
+	if s.stderr != nil {
+		if t := s.stderr.text(); t != "" {
+			msg += "; stderr: " + t
+		}
+	}
+	return s.secrets.redact(msg)
+}
+
+// connect starts the transport and initializes a session.
+func (r *Runtime) connect(ctx context.Context) (*session, error) {
+	sec, err := r.opts.loadSecrets()
+	if err != nil {
+		return nil, err
+	}
+	s := &session{secrets: sec, done: make(chan struct{})}
+	var (
+		inner   sdk.Transport
+		version *atomic.Value
+	)
+	switch {
+	case r.opts.Dial != nil:
+		if inner, err = r.opts.Dial(ctx); err != nil {
+			return nil, fmt.Errorf("dial: %w", err)
+		}
+	case len(r.opts.Command) > 0:
+		cmd, err := r.command(sec)
+		if err != nil {
+			return nil, err
+		}
+		s.stderr = &tail{max: stderrTail, secrets: sec}
+		cmd.Stderr = s.stderr
+		inner = &sdk.CommandTransport{Command: cmd, TerminateDuration: r.opts.TerminateGrace}
+	default:
+		version = new(atomic.Value)
+		version.Store("")
+		inner = &sdk.StreamableClientTransport{
+			Endpoint:             r.opts.URL,
+			HTTPClient:           r.httpClient(sec, version),
+			DisableStandaloneSSE: true,
+		}
+	}
+	tap := &tapTransport{inner: inner, progress: r.progress}
+	init := &capture{method: "initialize"}
+	cs, err := r.client.Connect(withCapture(ctx, init), tap, &sdk.ClientSessionOptions{ProtocolVersion: ProtocolVersion})
+	if err != nil {
+		msg := err.Error()
+		if ct, ok := inner.(*sdk.CommandTransport); ok && ct.Command.Process != nil {
+			signalGroup(ct.Command.Process.Pid)
+		}
+		if s.stderr != nil {
+			// A server that dies at once says why on standard error.
+			time.Sleep(50 * time.Millisecond)
+			if t := s.stderr.text(); t != "" {
+				msg += "; stderr: " + t
+			}
+		}
+		return nil, errors.New(sec.redact(msg))
+	}
+	s.cs, s.tap, s.started = cs, tap.conn, time.Now()
+	var pid int
+	if ct, ok := inner.(*sdk.CommandTransport); ok && ct.Command.Process != nil {
+		pid = ct.Command.Process.Pid
+	}
+	if raw, _, ok := init.outcome(); ok {
+		s.parseInitialize(raw)
+	}
+	if s.protocolVersion == "" {
+		s.protocolVersion = cs.InitializeResult().ProtocolVersion
+	}
+	if version != nil {
+		version.Store(s.protocolVersion)
+	}
+	go func() {
+		_ = cs.Wait()
+		if pid > 0 {
+			// The go-sdk signals only the process it started; whatever
+			// remains of its group (npx starts node, for example) goes too.
+			signalGroup(pid)
+		}
+		close(s.done)
+	}()
+	return s, nil
+}
+
+// parseInitialize reads what the go-sdk drops from the raw initialize
+// result: the tasks capability, and serverInfo as sent.
+func (s *session) parseInitialize(raw json.RawMessage) {
+	var res struct {
+		ProtocolVersion string `json:"protocolVersion"`
+		ServerInfo      struct {
+			Name, Title, Version string
+		} `json:"serverInfo"`
+		Capabilities struct {
+			Tasks *struct {
+				Cancel   json.RawMessage `json:"cancel"`
+				Requests struct {
+					Tools struct {
+						Call json.RawMessage `json:"call"`
+					} `json:"tools"`
+				} `json:"requests"`
+			} `json:"tasks"`
+		} `json:"capabilities"`
+	}
+	if json.Unmarshal(raw, &res) != nil {
+		return
+	}
+	s.protocolVersion = res.ProtocolVersion
+	s.serverName, s.serverTitle, s.serverVersion = res.ServerInfo.Name, res.ServerInfo.Title, res.ServerInfo.Version
+	if t := res.Capabilities.Tasks; t != nil {
+		s.tasksCall = present(t.Requests.Tools.Call)
+		s.tasksCancel = present(t.Cancel)
+	}
+}
+
+// present reports whether a JSON member was given and is not null.
+func present(v json.RawMessage) bool {
+	return len(v) > 0 && string(v) != "null"
+}
+
+// command builds the stdio server's process: its own process group, a
+// minimal environment, and the program looked up in that environment's
+// PATH.
+func (r *Runtime) command(sec *secrets) (*osexec.Cmd, error) {
+	env := []string{"PATH=" + basePath, "LANG=C.UTF-8"}
+	env = append(env, r.opts.Env...)
+	env = append(env, sec.env...)
+	prog := r.opts.Command[0]
+	if !strings.Contains(prog, "/") {
+		path := basePath
+		for _, kv := range env {
+			if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+				path = v
+			}
+		}
+		found := ""
+		for _, dir := range filepath.SplitList(path) {
+			p := filepath.Join(dir, prog)
+			if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode().Perm()&0o111 != 0 {
+				found = p
+				break
+			}
+		}
+		if found == "" {
+			return nil, fmt.Errorf("command %q not found in PATH", prog)
+		}
+		prog = found
+	}
+	cmd := osexec.Command(prog, r.opts.Command[1:]...)
+	cmd.Env = env
+	cmd.Dir = r.opts.Dir
+	if cmd.Dir == "" {
+		cmd.Dir = os.TempDir()
+	}
+	setGroup(cmd)
+	return cmd, nil
+}
+
+// httpClient returns the client of a Streamable HTTP upstream: the
+// configured headers on every request, the negotiated protocol version
+// (which the go-sdk cannot set through the tap), and no redirects, so
+// that credentials never travel to another origin.
+func (r *Runtime) httpClient(sec *secrets, version *atomic.Value) *http.Client {
+	base := http.DefaultTransport
+	var c http.Client
+	if r.opts.HTTPClient != nil {
+		c = *r.opts.HTTPClient
+		if c.Transport != nil {
+			base = c.Transport
+		}
+	}
+	c.Transport = &headerTransport{base: base, headers: sec.headers, version: version}
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &c
+}
+
+// headerTransport adds the configured headers to every request.
+type headerTransport struct {
+	base    http.RoundTripper
+	headers http.Header
+	version *atomic.Value
+}
+
+// RoundTrip implements http.RoundTripper.
+func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	for k, vs := range t.headers {
+		req.Header[k] = vs
+	}
+	if v, _ := t.version.Load().(string); v != "" && req.Header.Get("Mcp-Protocol-Version") == "" {
+		req.Header.Set("Mcp-Protocol-Version", v)
+	}
+	return t.base.RoundTrip(req)
+}

@@ -1,0 +1,151 @@
+// Package search implements XEP-0055 (Jabber Search) for the agent
+// directory: the Jabber Search Compatibility profile of the XMPP Agent
+// Gateway ProtoXEP (§"Agent Directory Search"), at the gateway JID, with
+// XEP-0004 forms and XEP-0059 paging.
+//
+// A get returns the search fields: instructions, the legacy <nick/> field
+// and the equivalent data form. A set searches with a submitted form or with
+// the legacy <nick/> alone, and is answered in kind: a multi-item result
+// form (with the <set/> outside it) or legacy <item/> elements. The nick
+// matches an endpoint's localpart, manifest name or title as a
+// case-insensitive substring after Unicode folding (db.SearchFold); an empty
+// nick lists every visible endpoint.
+//
+// Visibility is the directory's: the requester's policy.Scope, applied by
+// the store, so a hidden endpoint never appears in results nor in a count.
+// Results are ordered octetwise by bare JID, which is the RSM item ID, and
+// pages are capped like the directory's.
+//
+// Unknown fields are refused, not ignored: a form field other than
+// FORM_TYPE and nick, or a jabber:iq:search child other than <nick/>, gets
+// <not-acceptable/>, since silently dropping a criterion the requester
+// thought applied would return wrong results. A wrong FORM_TYPE is also
+// <not-acceptable/> (the submission is for another form). Malformed
+// requests (a form that is not a submission, no FORM_TYPE, a field without
+// var or given twice, several nick values, markup in a value, both a form
+// and legacy fields, no criterion at all, a malformed <set/>) get
+// <bad-request/>. Elements of other namespaces are ignored, as extensions
+// are.
+package search
+
+import (
+	"context"
+	"encoding/xml"
+
+	"agentgw/db"
+	"agentgw/policy"
+	"agentgw/wire"
+
+	"mellium.im/xmpp/jid"
+	"mellium.im/xmpp/stanza"
+)
+
+// NS is the XEP-0055 namespace; it is also the search form's FORM_TYPE.
+const NS = "jabber:iq:search"
+
+// Name is the search payload, <query xmlns='jabber:iq:search'/>.
+var Name = xml.Name{Space: NS, Local: "query"}
+
+// Features are the gateway features this package adds: search, and data
+// forms for its XEP-0004 extensibility.
+var Features = []string{NS, wire.NSData}
+
+// The fields and texts of the gateway's search form (the ProtoXEP's example).
+const (
+	FieldNick    = "nick"
+	FieldJID     = "jid"
+	Instructions = "Enter a nickname to search for matching agents."
+	FormTitle    = "Agent Directory Search"
+	NickLabel    = "Nickname"
+	JIDLabel     = "Jabber ID"
+)
+
+// Limits of a search request.
+const (
+	// defaultPageSize is the page size when the request has no RSM max,
+	// as for the directory.
+	defaultPageSize = 50
+	// maxNickBytes bounds the nick; a longer one is not-acceptable. It is
+	// longer than any title or name a manifest may have.
+	maxNickBytes = 1024
+)
+
+// Errors returned by ParseRequest and Service.Search.
+var (
+	ErrBadRequest    = stanza.Error{Type: stanza.Modify, Condition: stanza.BadRequest}
+	ErrNotAcceptable = stanza.Error{Type: stanza.Modify, Condition: stanza.NotAcceptable}
+)
+
+// GatewayFields is the answer to a search get at the gateway.
+func GatewayFields() Fields {
+	return Fields{
+		Instructions: Instructions,
+		Legacy:       []string{FieldNick},
+		Form: &wire.Form{
+			Type:     "form",
+			FormType: NS,
+			Title:    FormTitle,
+			Fields:   []wire.Field{{Var: FieldNick, Type: "text-single", Label: NickLabel}},
+		},
+	}
+}
+
+// reportedColumns are the columns of a result form.
+var reportedColumns = []wire.Field{
+	{Var: FieldJID, Type: "jid-single", Label: JIDLabel},
+	{Var: FieldNick, Type: "text-single", Label: NickLabel},
+}
+
+// Service answers searches from the store.
+type Service struct {
+	Store *db.Store
+	// PageMax is the page cap; RSM max values above it are clamped. It is
+	// the directory's (config gateway.page_max).
+	PageMax int
+}
+
+// Search answers a search set: payload is the <query/>. Errors are
+// ErrBadRequest and ErrNotAcceptable for the request, or store errors.
+func (s *Service) Search(ctx context.Context, pol *policy.Policy, requester jid.JID, payload wire.Element) (Result, error) {
+	req, err := ParseRequest(payload)
+	if err != nil {
+		return Result{}, err
+	}
+	var rsm wire.RSMRequest
+	if req.RSM != nil {
+		rsm = *req.RSM
+	}
+	page := db.Page{Max: s.pageSize(rsm.Max), After: rsm.After, Before: rsm.Before, Index: rsm.Index}
+	// The same visibility decision as the directory listing.
+	scope := pol.VisibleScope(requester)
+	found, err := s.Store.Search(ctx, db.Scope{All: scope.All, JIDs: scope.JIDs}, req.Nick, page)
+	if err != nil {
+		return Result{}, err
+	}
+	out := Result{Legacy: req.Legacy, Set: &wire.RSMResult{Count: found.Count}}
+	for _, it := range found.Items {
+		out.Items = append(out.Items, Item{JID: it.JID, Nick: it.Name})
+	}
+	if n := len(found.Items); n > 0 {
+		out.Set.HasItems = true
+		out.Set.First, out.Set.Last = found.Items[0].JID, found.Items[n-1].JID
+		if rsm.Index != nil {
+			i := *rsm.Index
+			out.Set.FirstIndex = &i
+		}
+	}
+	return out, nil
+}
+
+// pageSize clamps a requested RSM max to the page cap, as the directory
+// does.
+func (s *Service) pageSize(max *int) int {
+	limit := s.PageMax
+	if limit <= 0 {
+		limit = defaultPageSize
+	}
+	if max == nil {
+		return min(limit, defaultPageSize)
+	}
+	return min(*max, limit)
+}

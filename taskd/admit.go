@@ -1,0 +1,289 @@
+package taskd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"agentgw/db"
+	"agentgw/manifest"
+	"agentgw/policy"
+	"agentgw/task"
+	"agentgw/wire"
+
+	"mellium.im/xmpp/jid"
+)
+
+// maxCachedManifests bounds the parsed manifests kept in memory; past it
+// the cache starts over.
+const maxCachedManifests = 256
+
+// Admission is the outcome of Invoke.
+type Admission struct {
+	// Accepted is the <accepted/> to send: the new task's, or the
+	// original one for an identical replay.
+	Accepted task.Accepted
+	// Dispatch starts the new task: it commits running and hands the call
+	// to the runtime, on a goroutine of its own. Call it once the
+	// <accepted/> has been written, so that the caller sees it before any
+	// event. It is nil for a replay, which is never executed again.
+	Dispatch func()
+}
+
+// Invoke admits an <invoke/> sent by from to the endpoint to, under pol
+// (ProtoXEP "Invocation"; the order is package task's):
+//
+//  1. syntax (task.ParseInvoke): <bad-request/>;
+//  2. from's bare JID may invoke exactly this tool of this endpoint
+//     (policy [[policy.invoke]]), else <item-not-found/>, the same bytes
+//     as for an endpoint that does not exist; visibility is not required;
+//  3. the endpoint is active and has the pinned api-version, else
+//     <item-not-found/> (checked again in the admission's transaction);
+//  4. the endpoint has a runtime, else <service-unavailable/>: an
+//     endpoint with an active manifest but no [[endpoint]] admits nothing;
+//  5. task.Machine.Prepare: tool (<item-not-found/>), stale hash
+//     (<conflict/>), I-JSON and input schema (<not-acceptable/>);
+//  6. task.Machine.Admit makes the new task (ID, deadline, retention) as
+//     of now, before the commit, so that the committer's goroutine only
+//     reads and writes; then in one group commit: the endpoint is still
+//     active with that version, the replay record (an identical replay
+//     returns the original task, a different request under its ID is
+//     <conflict/>), and only without one a deadline already passed
+//     (<not-acceptable/>) or capacity (<resource-constraint/>), then the
+//     task row and its hold on the pinned version.
+//
+// Invoke returns once the task and its replay record are durable.
+func (s *Service) Invoke(ctx context.Context, pol *policy.Policy, from, to jid.JID, payload wire.Element) (Admission, error) {
+	inv, err := task.ParseInvoke(payload)
+	if err != nil {
+		return Admission{}, err
+	}
+	target := to.Bare().String()
+	if !pol.CanInvoke(from, target, inv.Tool) {
+		return Admission{}, task.ErrNotFound
+	}
+	man, err := s.pinned(ctx, target, inv.APIVersion)
+	if err != nil {
+		return Admission{}, err
+	}
+	if s.opts.Runtimes[target] == nil {
+		return Admission{}, task.ErrServiceUnavailable
+	}
+	req, err := s.m.Prepare(inv, from, man)
+	if err != nil {
+		return Admission{}, err
+	}
+
+	// The new task is made (ID, times) and encoded before the commit, on
+	// the caller's goroutine: the committer's goroutine, which every
+	// admission shares, only looks up the replay record and inserts. The
+	// admission instant is when the request was taken up.
+	fresh, freshErr := s.m.Admit(req, nil, s.clock.Now())
+	var freshRec db.TaskRecord
+	if freshErr == nil {
+		if freshRec, err = record(&fresh.Task); err != nil {
+			return Admission{}, err
+		}
+	}
+	capErr := s.reserve()
+	reserved := capErr == nil
+	var (
+		adm    task.Admission
+		answer error
+	)
+	err = s.gc.Do(ctx, func(tx *db.TaskTx) error {
+		adm, answer = task.Admission{}, nil
+		rec, found, err := tx.Admission(target, req.APIVersion, req.Caller, req.RequestID)
+		if err != nil {
+			return err
+		}
+		if found {
+			// A replay (or a conflict) comes before the deadline and the
+			// capacity checks.
+			prior, err := decode(rec)
+			if err != nil {
+				return err
+			}
+			adm, answer = s.m.Admit(req, &prior, tx.Now())
+			if answer == nil && adm.RouteChanged {
+				// Later events go to the resource that retried; no event.
+				rec, err := record(&adm.Task)
+				if err != nil {
+					return err
+				}
+				return tx.UpdateTask(rec)
+			}
+			return nil
+		}
+		if answer = freshErr; answer != nil {
+			return nil
+		}
+		if answer = capErr; answer != nil {
+			return nil
+		}
+		if err := tx.InsertTask(freshRec, fresh.Task.PurgeAfter); err != nil {
+			return err
+		}
+		adm = fresh
+		t := fresh.Task
+		tx.OnCommit(func() {
+			s.mu.Lock()
+			s.reserved--
+			reserved = false
+			s.addLiveLocked(&t)
+			s.mu.Unlock()
+		})
+		return nil
+	})
+	if reserved {
+		// Reserved, but no new task was committed.
+		s.unreserve()
+	}
+	switch {
+	case errors.Is(err, db.ErrNotFound):
+		// Deactivated, or the version removed, since it was looked up.
+		return Admission{}, task.ErrNotFound
+	case errors.Is(err, db.ErrCommitterClosed):
+		return Admission{}, task.ErrServiceUnavailable
+	case err != nil:
+		return Admission{}, err
+	case answer != nil:
+		return Admission{}, answer
+	}
+	out := Admission{Accepted: adm.Accepted()}
+	if !adm.Replay {
+		id := adm.Task.ID
+		out.Dispatch = func() { go s.dispatch(id) }
+	}
+	return out, nil
+}
+
+// pinned returns the manifest of version of the active endpoint target, or
+// task.ErrNotFound. Invocation needs no visibility, but an inactive endpoint
+// is treated as a nonexistent one, as discovery does; any registered
+// version of an active endpoint may be pinned.
+//
+// A version already parsed is taken from the cache without asking the
+// store: versions are immutable, and the admission transaction checks
+// again, authoritatively, that the endpoint is active and has the version
+// (db.TaskTx.Pinnable). So a deactivated endpoint whose version is cached
+// may answer an authorized caller's invalid request with its validity
+// error rather than <item-not-found/>; an unauthorized one never gets that
+// far.
+func (s *Service) pinned(ctx context.Context, target, version string) (*manifest.Manifest, error) {
+	if m := s.manifests.get(target, version); m != nil {
+		return m, nil
+	}
+	active, err := s.store.ActiveSummary(ctx, target)
+	switch {
+	case errors.Is(err, db.ErrNotFound):
+		return nil, task.ErrNotFound
+	case err != nil:
+		return nil, err
+	}
+	if version == active.Version {
+		if m := s.manifests.get(target, version); m != nil && m.Hash == active.Hash {
+			return m, nil
+		}
+	}
+	return s.load(ctx, target, version)
+}
+
+// load reads and parses a stored version, through the cache. A version
+// that does not exist is task.ErrNotFound.
+func (s *Service) load(ctx context.Context, target, version string) (*manifest.Manifest, error) {
+	v, err := s.store.Version(ctx, target, version)
+	switch {
+	case errors.Is(err, db.ErrNotFound):
+		return nil, task.ErrNotFound
+	case err != nil:
+		return nil, err
+	}
+	if m := s.manifests.get(target, version); m != nil && m.Hash == v.Hash {
+		return m, nil
+	}
+	m, err := manifest.Parse(v.Canonical, manifest.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("taskd: stored manifest %s %s: %w", target, version, err)
+	}
+	if m.Hash != v.Hash {
+		return nil, fmt.Errorf("taskd: stored manifest %s %s does not hash to its stored hash", target, version)
+	}
+	s.manifests.put(target, version, m)
+	return m, nil
+}
+
+// tool returns the pinned definition of a task's tool. Versions are
+// immutable, so the cache answers without asking the store once it has
+// seen the version.
+func (s *Service) tool(ctx context.Context, target, version, name string) (*manifest.Tool, error) {
+	m := s.manifests.get(target, version)
+	if m == nil {
+		var err error
+		if m, err = s.load(ctx, target, version); err != nil {
+			return nil, err
+		}
+	}
+	t, ok := m.Tool(name)
+	if !ok {
+		return nil, fmt.Errorf("taskd: version %s of %s has no tool %q", version, target, name)
+	}
+	return t, nil
+}
+
+// Hosts reports whether endpoint (a normalized bare JID) has a runtime,
+// that is whether its tools can be invoked here.
+func (s *Service) Hosts(endpoint string) bool { return s.opts.Runtimes[endpoint] != nil }
+
+// EndpointFeatures returns the task features an endpoint advertises in its
+// disco#info for its active version v (ProtoXEP "Endpoint Information"):
+// the core namespace and each optional feature some tool declares
+// (task.EndpointFeatures), or none for an endpoint without a runtime.
+func (s *Service) EndpointFeatures(ctx context.Context, v db.Version) ([]string, error) {
+	if !s.Hosts(v.JID) {
+		return nil, nil
+	}
+	m := s.manifests.get(v.JID, v.Version)
+	if m == nil || m.Hash != v.Hash {
+		var err error
+		if m, err = s.load(ctx, v.JID, v.Version); err != nil {
+			return nil, err
+		}
+	}
+	return task.EndpointFeatures(m), nil
+}
+
+// ToolFeatures returns the optional task features this service implements
+// for the tools of endpoint (task.Implemented, for api.Service.TaskFeatures),
+// or none for an endpoint without a runtime. A tool node advertises those
+// its tool declares.
+func (s *Service) ToolFeatures(endpoint string) []string {
+	if !s.Hosts(endpoint) {
+		return nil
+	}
+	return task.Implemented
+}
+
+// manifestCache holds parsed manifests by endpoint and version. A version
+// never changes content (removal leaves a tombstone that only admits the
+// same content again), and every lookup still checks the hash it expects.
+type manifestCache struct {
+	mu    sync.Mutex
+	byKey map[string]*manifest.Manifest
+}
+
+func (c *manifestCache) get(target, version string) *manifest.Manifest {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.byKey[target+" "+version]
+}
+
+func (c *manifestCache) put(target, version string, m *manifest.Manifest) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.byKey) >= maxCachedManifests {
+		clear(c.byKey)
+	}
+	c.byKey[target+" "+version] = m
+}

@@ -1,0 +1,192 @@
+package taskd
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"agentgw/db"
+	"agentgw/task"
+	"agentgw/wire"
+
+	"mellium.im/xmpp/jid"
+)
+
+// The caller's operations (ProtoXEP "Task Recovery", "Interactive Input",
+// "Cancellation and Deadlines"). Each is authorized against the caller's
+// bare JID, from any of its resources, by package task: a task that does
+// not exist, has expired, or belongs to another caller or endpoint answers
+// <item-not-found/>, the same bytes in every case. Endpoint visibility
+// plays no part. A malformed identifier is <bad-request/>.
+
+// State answers a <task-state-request/> from the committed task. It is
+// read-only.
+func (s *Service) State(ctx context.Context, from, to jid.JID, payload wire.Element) (task.TaskState, error) {
+	req, err := task.ParseTaskStateRequest(payload)
+	if err != nil {
+		return task.TaskState{}, err
+	}
+	t, err := s.read(ctx, req.TaskID)
+	if err != nil {
+		return task.TaskState{}, err
+	}
+	return s.m.State(t, from, to, req, s.clock.Now())
+}
+
+// Result answers a <task-result-request/>: the terminal state and payload,
+// or <unexpected-request/> while the task runs.
+func (s *Service) Result(ctx context.Context, from, to jid.JID, payload wire.Element) (task.TaskResult, error) {
+	req, err := task.ParseTaskResultRequest(payload)
+	if err != nil {
+		return task.TaskResult{}, err
+	}
+	t, err := s.read(ctx, req.TaskID)
+	if err != nil {
+		return task.TaskResult{}, err
+	}
+	return s.m.Result(t, from, to, req, s.clock.Now())
+}
+
+// read loads a committed task from the reader pool, or nil if there is
+// none.
+func (s *Service) read(ctx context.Context, id string) (*task.Task, error) {
+	rec, err := s.store.Task(ctx, id)
+	switch {
+	case errors.Is(err, db.ErrNotFound):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	t, err := decode(rec)
+	if err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+// ProvideInput applies a <provide-input/> (task.Machine.ProvideInput) in a
+// group commit and, once the answer is durable, hands it to the execution.
+// An identical replay returns the original <input-accepted/> and hands
+// nothing over.
+func (s *Service) ProvideInput(ctx context.Context, from, to jid.JID, payload wire.Element) (task.InputAccepted, error) {
+	req, err := task.ParseProvideInput(payload)
+	if err != nil {
+		return task.InputAccepted{}, err
+	}
+	var out task.InputOutcome
+	_, err = s.mutate(ctx, req.TaskID, func(tx *db.TaskTx, t *task.Task, now time.Time) (task.Step, error) {
+		var rec *task.InputRecord
+		// The input record is looked up only for the task's own caller:
+		// nothing else may learn whether a request ID exists.
+		if t != nil && t.Caller == from.Bare().String() {
+			in, err := tx.Input(t.ID, req.RequestID)
+			switch {
+			case err == nil:
+				r, err := decodeInput(in)
+				if err != nil {
+					return task.Step{}, err
+				}
+				rec = &r
+			case !errors.Is(err, db.ErrNotFound):
+				return task.Step{}, err
+			}
+		}
+		var err error
+		out, err = s.m.ProvideInput(t, rec, from, to, req, now)
+		return out.Step, err
+	})
+	if err != nil {
+		return task.InputAccepted{}, commandError(err)
+	}
+	if out.Answer != nil {
+		s.deliverInput(req.TaskID, out.Answer)
+	}
+	return out.Accepted, nil
+}
+
+// Cancel applies a <cancel/> (task.Machine.Cancel) in a group commit and,
+// once it is durable, tells the execution. A task that was never
+// dispatched is confirmed cancelled at once, in the same commit. An
+// identical replay returns the original <cancel-accepted/> and tells
+// nobody.
+func (s *Service) Cancel(ctx context.Context, from, to jid.JID, payload wire.Element) (task.CancelAccepted, error) {
+	req, err := task.ParseCancel(payload)
+	if err != nil {
+		return task.CancelAccepted{}, err
+	}
+	var out task.CancelOutcome
+	step, err := s.mutate(ctx, req.TaskID, func(_ *db.TaskTx, t *task.Task, now time.Time) (task.Step, error) {
+		var err error
+		out, err = s.m.Cancel(t, from, to, req, now)
+		if err != nil || out.Replay || t.State != task.StateAccepted {
+			return out.Step, err
+		}
+		// Never dispatched: nothing runs that could confirm, so confirm
+		// now. Two transitions, two events, one commit.
+		confirm, err := s.m.ConfirmCancel(out.Step.Task, "", now)
+		if err != nil {
+			return out.Step, err
+		}
+		return task.Step{
+			Task:   confirm.Task,
+			Events: append(out.Step.Events, confirm.Events...),
+			Inputs: append(out.Step.Inputs, confirm.Inputs...),
+		}, nil
+	})
+	if err != nil {
+		return task.CancelAccepted{}, commandError(err)
+	}
+	if !out.Replay && !step.Task.State.Terminal() {
+		s.deliverCancel(req.TaskID)
+	}
+	return out.Accepted, nil
+}
+
+// commandError turns a closed service into <service-unavailable/>; every
+// other error is returned as it is.
+func commandError(err error) error {
+	if errors.Is(err, db.ErrCommitterClosed) {
+		return task.ErrServiceUnavailable
+	}
+	return err
+}
+
+// deliverInput hands an accepted answer to the task's execution, or keeps
+// it for the execution the runtime has not returned yet.
+func (s *Service) deliverInput(id string, answer []byte) {
+	s.mu.Lock()
+	lt := s.live[id]
+	if lt == nil {
+		s.mu.Unlock()
+		return
+	}
+	exe := lt.exe
+	if exe == nil {
+		lt.answers = append(lt.answers, answer)
+	}
+	s.mu.Unlock()
+	if exe != nil {
+		if err := exe.Input(answer); err != nil {
+			s.log.Warn("taskd: the execution refused an accepted input", "task", id, "err", err)
+		}
+	}
+}
+
+// deliverCancel tells the task's execution about an accepted cancellation,
+// or remembers it for the execution the runtime has not returned yet.
+func (s *Service) deliverCancel(id string) {
+	s.mu.Lock()
+	lt := s.live[id]
+	if lt == nil {
+		s.mu.Unlock()
+		return
+	}
+	exe := lt.exe
+	if exe == nil {
+		lt.cancelled = true
+	}
+	s.mu.Unlock()
+	if exe != nil {
+		exe.Cancel()
+	}
+}

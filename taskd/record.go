@@ -1,0 +1,156 @@
+package taskd
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"agentgw/db"
+	"agentgw/task"
+
+	"mellium.im/xmpp/jid"
+)
+
+// record encodes t as its store row: the whole task as JSON (task.Task
+// round-trips exactly through encoding/json) beside the columns it is
+// looked up by.
+func record(t *task.Task) (db.TaskRecord, error) {
+	doc, err := json.Marshal(t)
+	if err != nil {
+		return db.TaskRecord{}, fmt.Errorf("taskd: encode task: %w", err)
+	}
+	return db.TaskRecord{
+		ID: t.ID, Caller: t.Caller, Target: t.Target, RequestID: t.RequestID,
+		APIVersion: t.APIVersion, State: string(t.State), Terminal: t.State.Terminal(),
+		Revision: t.Revision, NextWake: t.NextWake(), Doc: doc,
+	}, nil
+}
+
+// decode is the inverse of record.
+func decode(rec db.TaskRecord) (task.Task, error) {
+	var t task.Task
+	if err := json.Unmarshal(rec.Doc, &t); err != nil {
+		return task.Task{}, fmt.Errorf("taskd: decode task %s: %w", rec.ID, err)
+	}
+	return t, nil
+}
+
+func decodeInput(in db.TaskInput) (task.InputRecord, error) {
+	var r task.InputRecord
+	if err := json.Unmarshal(in.Doc, &r); err != nil {
+		return task.InputRecord{}, fmt.Errorf("taskd: decode input %s of task %s: %w", in.RequestID, in.TaskID, err)
+	}
+	return r, nil
+}
+
+// writeStep writes a step in the closure's transaction, as the persistence
+// contract of package task has it: the task row, every event, every input
+// record. A step without events writes nothing.
+func writeStep(tx *db.TaskTx, s task.Step) error {
+	if !s.Changed() {
+		return nil
+	}
+	rec, err := record(&s.Task)
+	if err != nil {
+		return err
+	}
+	if err := tx.UpdateTask(rec); err != nil {
+		return err
+	}
+	evs := make([]db.TaskEvent, len(s.Events))
+	for i, ev := range s.Events {
+		evs[i] = db.TaskEvent{TaskID: ev.TaskID, Revision: ev.Revision, ID: ev.ID, Type: string(ev.Type), Payload: ev.Payload}
+	}
+	if err := tx.InsertEvents(evs); err != nil {
+		return err
+	}
+	ins := make([]db.TaskInput, len(s.Inputs))
+	for i, r := range s.Inputs {
+		doc, err := json.Marshal(r)
+		if err != nil {
+			return fmt.Errorf("taskd: encode input record: %w", err)
+		}
+		ins[i] = db.TaskInput{TaskID: s.Task.ID, RequestID: r.RequestID, Doc: doc}
+	}
+	return tx.PutInputs(ins)
+}
+
+// command computes the step of one command on a task inside a group commit.
+// t is the committed task, or nil if there is none; now is the commit
+// instant. The error is the command's answer: the step is committed all the
+// same (a due deadline may settle a task that then refuses the command).
+type command func(tx *db.TaskTx, t *task.Task, now time.Time) (task.Step, error)
+
+// mutate runs cmd on task id in a group commit and returns its step and
+// answer once the step is durable. After the commit, and before mutate
+// returns, the step's events are queued for sending in commit order and
+// the task's execution and timer follow its new state (see committed). A
+// fault of the store is returned as the error, with nothing written.
+func (s *Service) mutate(ctx context.Context, id string, cmd command) (task.Step, error) {
+	var (
+		step   task.Step
+		answer error
+	)
+	err := s.gc.Do(ctx, func(tx *db.TaskTx) error {
+		step, answer = task.Step{}, nil
+		var cur *task.Task
+		rec, err := tx.Task(id)
+		switch {
+		case err == nil:
+			t, err := decode(rec)
+			if err != nil {
+				return err
+			}
+			cur = &t
+		case !errors.Is(err, db.ErrNotFound):
+			return err
+		}
+		step, answer = cmd(tx, cur, tx.Now())
+		if err := writeStep(tx, step); err != nil {
+			return err
+		}
+		if cur != nil {
+			if !step.Changed() {
+				step.Task = *cur
+			}
+			done := step
+			tx.OnCommit(func() { s.committed(done) })
+		}
+		return nil
+	})
+	if err != nil {
+		return task.Step{}, err
+	}
+	return step, answer
+}
+
+// committed runs on the committer's goroutine after a step of a known task
+// has committed (changed or not), in commit order: it queues the events for
+// sending and moves the task's timer, or, if the task settled, forgets it
+// and ends its execution. It must not block.
+func (s *Service) committed(step task.Step) {
+	if len(step.Events) > 0 {
+		s.publish(&step.Task, step.Events)
+	}
+	s.follow(&step.Task)
+}
+
+// publish queues events for the notifier: from the endpoint to the route
+// that invoked the task. A full queue drops them: events are best-effort,
+// and task-state recovers what was lost.
+func (s *Service) publish(t *task.Task, evs []task.Event) {
+	from, err1 := jid.Parse(t.Target)
+	to, err2 := jid.Parse(t.Route)
+	if err1 != nil || err2 != nil {
+		return
+	}
+	for _, ev := range evs {
+		select {
+		case s.notes <- note{from: from, to: to, ev: ev}:
+		default:
+			s.log.Warn("event queue full: dropping a task event", "task", t.ID, "revision", ev.Revision)
+		}
+	}
+}

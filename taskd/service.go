@@ -1,0 +1,377 @@
+// Package taskd runs durable tasks: it persists every transition of package
+// task in SQLite, batching commits, drives runtimes, and recovers after a
+// restart.
+//
+// It is the durable, concurrent form of the driver that package task
+// documents: every command is a task.Machine step applied to the committed
+// task and written whole in one group commit (db.GroupCommitter), and the
+// step's events are sent only after that commit.
+//
+// # Goroutines
+//
+//   - Callers (the gateway's IQ workers) and runtimes (through the Reporter
+//     of each execution) hand closures to the group committer and wait for
+//     their commit. Nothing holds a lock across a commit.
+//   - The committer runs batches: one IMMEDIATE transaction, one savepoint
+//     per closure (none for a closure alone), one fsync. After the commit it runs each step's hook in
+//     commit order: the events go to the notifier's queue, and the task's
+//     wake-up and execution follow its new state.
+//   - The notifier sends queued events one at a time, in commit order.
+//   - The timer loop keeps every running task in a heap by its next
+//     wake-up (deadline or input expiry) and arms one timer for the
+//     earliest; when it fires, each due task gets Machine.Tick.
+//   - The purge loop deletes, every purge interval, the terminal tasks
+//     whose retention has ended, with their events, inputs and version
+//     hold.
+//
+// # Admission
+//
+// Invoke follows the order of package task: syntax; authorization of the
+// sender for the endpoint and exact tool (nothing before it reveals
+// anything); the pinned manifest of an active endpoint; a runtime for the
+// endpoint (none: <service-unavailable/>, nothing admitted); Prepare; Admit
+// of the new task as of its receipt; and in one group commit the endpoint's
+// activity, the replay record (a replay or conflict wins over everything
+// after it), the insert and the version hold. The <accepted/> may be sent
+// once Invoke returns; Dispatch then commits running and starts the runtime.
+//
+// # Restart
+//
+// Start loads every task that is not terminal: a due timer settles it
+// first; a task still accepted is dispatched as if just admitted; any other
+// is resumed if its runtime can resume it, and otherwise settled failed
+// (unavailable, retryable) at the next revision, with its event.
+package taskd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"agentgw/db"
+	"agentgw/manifest"
+	"agentgw/runtime"
+	"agentgw/task"
+
+	"mellium.im/xmpp/jid"
+)
+
+// Tunables.
+const (
+	// DefaultPurgeInterval is how often expired tasks are deleted.
+	DefaultPurgeInterval = time.Minute
+	// DefaultMaxActive bounds the tasks that are not terminal.
+	DefaultMaxActive = 10000
+	// purgeBatch is how many tasks one purge transaction deletes.
+	purgeBatch = 256
+	// noteQueue bounds the events waiting to be sent; past it they are
+	// dropped (events are best-effort; task-state recovers them).
+	noteQueue = 8192
+	// stopWait bounds how long Close waits for executions to stop.
+	stopWait = 10 * time.Second
+)
+
+// Clock is the service's time source. Commits take their instant from the
+// store (db.Store.Now), so a test sets both to the same clock.
+type Clock interface {
+	// Now returns the current time.
+	Now() time.Time
+	// After returns a channel that receives once d has elapsed.
+	After(d time.Duration) <-chan time.Time
+}
+
+type realClock struct{ now func() time.Time }
+
+func (c realClock) Now() time.Time                         { return c.now() }
+func (c realClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+
+// Availability receives what the service learns about runtimes: an
+// endpoint whose runtime failed to start a task is down, and up again when
+// it starts one. *legacy.Availability (Gateway.Availability) implements it.
+type Availability interface {
+	MarkDown(endpoint string)
+	MarkUp(endpoint string)
+}
+
+// Options configures a Service.
+type Options struct {
+	// Machine configures the task rules (retention, replay window,
+	// timeouts and limits). Rand must stay nil outside tests.
+	Machine task.Config
+	// Runtimes maps an endpoint's normalized bare JID to the runtime that
+	// executes its tools. An endpoint without one admits no task.
+	Runtimes map[string]runtime.Runtime
+	// Notify sends one event notification from the endpoint to the
+	// invoking route. It is called from one goroutine, in commit order; an
+	// error (no stream) loses the event, which is allowed. Nil drops
+	// every event.
+	Notify func(from, to jid.JID, ev task.Event) error
+	// Availability, if set, hears about runtimes going down and up.
+	Availability Availability
+	// MaxActive bounds the tasks that are not terminal (0: DefaultMaxActive).
+	MaxActive int
+	// PurgeInterval is how often expired tasks are deleted (0:
+	// DefaultPurgeInterval).
+	PurgeInterval time.Duration
+	// MaxBatch bounds one group commit (0: db.DefaultMaxBatch).
+	MaxBatch int
+	// Clock is the time source; nil means the real clock, read through
+	// the store's Now.
+	Clock Clock
+	// Log receives background faults (a commit that failed for a runtime
+	// report, a purge that failed). Nil discards them.
+	Log *slog.Logger
+}
+
+// Service runs the tasks of the hosted endpoints. It is safe for
+// concurrent use.
+type Service struct {
+	store     *db.Store
+	gc        *db.GroupCommitter
+	m         *task.Machine
+	opts      Options
+	clock     Clock
+	log       *slog.Logger
+	manifests manifestCache
+
+	// ctx is the service's lifetime: every execution runs under it.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu       sync.Mutex
+	live     map[string]*liveTask
+	wakes    wakeHeap
+	armed    time.Time // the wake-up the timer loop waits for
+	reserved int       // admissions between their capacity check and commit
+	started  bool
+	closed   bool
+
+	kick  chan struct{}
+	notes chan note
+	loops sync.WaitGroup
+	sent  chan struct{} // closed when the notifier has finished
+}
+
+// liveTask is the in-memory side of a task that is not terminal: its
+// execution and its place in the timer heap. Guarded by Service.mu.
+type liveTask struct {
+	id, target, version, tool string
+	wake                      time.Time
+	index                     int // in Service.wakes; -1 while ticking
+
+	dispatched bool // Dispatch or recovery has claimed it
+	exe        runtime.Execution
+	stop       context.CancelFunc
+	// cancelled and answers hold what arrived for the execution before
+	// the runtime had returned it.
+	cancelled bool
+	answers   [][]byte
+}
+
+// note is one queued event notification.
+type note struct {
+	from, to jid.JID
+	ev       task.Event
+}
+
+// New returns a Service over store. Call Start to recover and run it, and
+// Close before closing the store.
+func New(store *db.Store, opts Options) (*Service, error) {
+	if opts.MaxActive <= 0 {
+		opts.MaxActive = DefaultMaxActive
+	}
+	if opts.PurgeInterval <= 0 {
+		opts.PurgeInterval = DefaultPurgeInterval
+	}
+	clock := opts.Clock
+	if clock == nil {
+		clock = realClock{now: func() time.Time { return store.Now() }}
+	}
+	log := opts.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	gc, err := store.NewGroupCommitter(context.Background(), opts.MaxBatch)
+	if err != nil {
+		return nil, fmt.Errorf("taskd: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Service{
+		store:     store,
+		gc:        gc,
+		m:         task.NewMachine(opts.Machine),
+		opts:      opts,
+		clock:     clock,
+		log:       log,
+		manifests: manifestCache{byKey: map[string]*manifest.Manifest{}},
+		ctx:       ctx,
+		cancel:    cancel,
+		live:      map[string]*liveTask{},
+		kick:      make(chan struct{}, 1),
+		notes:     make(chan note, noteQueue),
+		sent:      make(chan struct{}),
+	}
+	go s.notifier()
+	return s, nil
+}
+
+// Machine returns the task rules in force.
+func (s *Service) Machine() *task.Machine { return s.m }
+
+// Start recovers the tasks a previous run left unsettled, then runs the
+// timers and the purge. It returns once every recovered task has been
+// resumed, dispatched or settled.
+func (s *Service) Start(ctx context.Context) error {
+	s.mu.Lock()
+	if s.started || s.closed {
+		s.mu.Unlock()
+		return errors.New("taskd: Start called twice or after Close")
+	}
+	s.started = true
+	s.mu.Unlock()
+
+	recs, err := s.store.LiveTasks(ctx)
+	if err != nil {
+		return fmt.Errorf("taskd: recover: %w", err)
+	}
+	var ids []string
+	for _, rec := range recs {
+		t, err := decode(rec)
+		if err != nil {
+			return fmt.Errorf("taskd: recover: %w", err)
+		}
+		s.mu.Lock()
+		s.addLiveLocked(&t)
+		s.live[t.ID].dispatched = true
+		s.mu.Unlock()
+		ids = append(ids, t.ID)
+	}
+	s.loops.Add(2)
+	go s.timerLoop()
+	go s.purgeLoop()
+
+	var wg sync.WaitGroup
+	for _, id := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.recover(id)
+		}()
+	}
+	wg.Wait()
+	return nil
+}
+
+// Close stops the service: every execution is told to stop (its task
+// stays as committed, to be settled by the next Start), queued commits
+// finish, and the loops end. It waits a bounded time for tools to stop.
+func (s *Service) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	var running []runtime.Execution
+	for _, lt := range s.live {
+		if lt.exe != nil {
+			running = append(running, lt.exe)
+		}
+	}
+	s.mu.Unlock()
+
+	s.cancel()
+	deadline := time.After(stopWait)
+wait:
+	for _, exe := range running {
+		select {
+		case <-exe.Done():
+		case <-deadline:
+			s.log.Warn("taskd: closing with tools still running")
+			break wait
+		}
+	}
+	s.loops.Wait()
+	err := s.gc.Close()
+	// The committer has stopped, so no hook queues an event any more.
+	close(s.notes)
+	<-s.sent
+	return err
+}
+
+// notifier sends queued events in commit order until Close.
+func (s *Service) notifier() {
+	defer close(s.sent)
+	for n := range s.notes {
+		if s.opts.Notify != nil {
+			// A failed send loses the event, which the protocol allows.
+			_ = s.opts.Notify(n.from, n.to, n.ev)
+		}
+	}
+}
+
+// addLiveLocked tracks a task that is not terminal; s.mu is held.
+func (s *Service) addLiveLocked(t *task.Task) *liveTask {
+	lt := &liveTask{id: t.ID, target: t.Target, version: t.APIVersion, tool: t.Tool, index: -1}
+	s.live[t.ID] = lt
+	s.setWakeLocked(lt, t.NextWake())
+	return lt
+}
+
+// follow makes the in-memory side of a task follow a committed step:
+// a settled task is forgotten and its execution ended; any other gets its
+// new wake-up.
+func (s *Service) follow(t *task.Task) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	lt := s.live[t.ID]
+	if lt == nil {
+		return
+	}
+	if t.State.Terminal() {
+		delete(s.live, t.ID)
+		s.removeWakeLocked(lt)
+		if lt.stop != nil {
+			// The runtime stops the tool; nothing it reports later can
+			// change the task (runtime.ErrSettled).
+			lt.stop()
+		}
+		return
+	}
+	s.setWakeLocked(lt, t.NextWake())
+}
+
+// CommitStats returns how many group commits the service has run and how
+// many closures (admissions, transitions, purges) they held.
+func (s *Service) CommitStats() (commits, closures int64) { return s.gc.Stats() }
+
+// Active returns the number of tasks that are not terminal.
+func (s *Service) Active() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.live)
+}
+
+// reserve claims room for one new task: <resource-constraint/> at
+// capacity, <service-unavailable/> once closing.
+func (s *Service) reserve() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.closed:
+		return task.ErrServiceUnavailable
+	case len(s.live)+s.reserved >= s.opts.MaxActive:
+		return task.ErrResourceConstraint
+	}
+	s.reserved++
+	return nil
+}
+
+func (s *Service) unreserve() {
+	s.mu.Lock()
+	s.reserved--
+	s.mu.Unlock()
+}

@@ -1,0 +1,123 @@
+package wire_test
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"testing"
+
+	"agentgw/wire"
+)
+
+var searchColumns = []wire.Field{
+	{Var: "jid", Type: "jid-single", Label: "Jabber ID"},
+	{Var: "nick", Type: "text-single", Label: "Nickname"},
+}
+
+// TestMultiResultRoundTrip checks each value against its XML, and that
+// parsing the XML gives back the value.
+func TestMultiResultRoundTrip(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		v    wire.MultiResult
+		xml  string
+	}{
+		{"no items", wire.MultiResult{Reported: searchColumns},
+			`<x type='result' xmlns='jabber:x:data'><reported><field label='Jabber ID' type='jid-single' var='jid'/><field label='Nickname' type='text-single' var='nick'/></reported></x>`},
+		{"two items", wire.MultiResult{Reported: searchColumns, Items: []wire.FormItem{
+			{Fields: []wire.Field{{Var: "jid", Values: []string{"weather@agents.example"}}, {Var: "nick", Values: []string{"Weather <&> 'Agent'"}}}},
+			{Fields: []wire.Field{{Var: "jid", Values: []string{"météo@agents.example"}}, {Var: "nick", Values: []string{"Météo"}}}},
+		}}, `<x type='result' xmlns='jabber:x:data'><reported><field label='Jabber ID' type='jid-single' var='jid'/><field label='Nickname' type='text-single' var='nick'/></reported>` +
+			`<item><field var='jid'><value>weather@agents.example</value></field><field var='nick'><value>Weather &lt;&amp;&gt; 'Agent'</value></field></item>` +
+			`<item><field var='jid'><value>météo@agents.example</value></field><field var='nick'><value>Météo</value></field></item></x>`},
+		{"sparse and multi-valued", wire.MultiResult{
+			Reported: []wire.Field{{Var: "a"}, {Var: "b", Type: "list-multi"}},
+			Items: []wire.FormItem{
+				{Fields: []wire.Field{{Var: "b", Values: []string{"1", "2"}}}},
+				{},
+				{Fields: []wire.Field{{Var: "a"}}},
+			},
+		}, `<x type='result' xmlns='jabber:x:data'><reported><field var='a'/><field type='list-multi' var='b'/></reported>` +
+			`<item><field var='b'><value>1</value><value>2</value></field></item><item/><item><field var='a'/></item></x>`},
+	} {
+		got, err := wire.Marshal(tc.v.TokenReader())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != tc.xml {
+			t.Errorf("%s:\n got %s\nwant %s", tc.name, got, tc.xml)
+			continue
+		}
+		el, err := wire.Parse(got)
+		if err != nil {
+			t.Fatalf("%s: reparse: %v", tc.name, err)
+		}
+		back, err := wire.ParseMultiResult(el)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if !reflect.DeepEqual(back, tc.v) {
+			t.Errorf("%s: round trip gave\n%+v\nwant\n%+v", tc.name, back, tc.v)
+		}
+	}
+}
+
+// TestMultiResultWritesOnlyWhatBelongs: reported fields carry no values and
+// item fields no type or label, whatever the value holds.
+func TestMultiResultWritesOnlyWhatBelongs(t *testing.T) {
+	v := wire.MultiResult{
+		Reported: []wire.Field{{Var: "a", Type: "text-single", Values: []string{"x"}}},
+		Items:    []wire.FormItem{{Fields: []wire.Field{{Var: "a", Type: "text-single", Label: "A", Values: []string{"y"}}}}},
+	}
+	got, err := wire.Marshal(v.TokenReader())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `<x type='result' xmlns='jabber:x:data'><reported><field type='text-single' var='a'/></reported><item><field var='a'><value>y</value></field></item></x>`
+	if got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+}
+
+func TestParseMultiResultRejects(t *testing.T) {
+	const rep = `<reported><field var='jid'/><field var='nick'/></reported>`
+	for _, body := range []string{
+		`<x xmlns='jabber:x:data' type='form'>` + rep + `</x>`,
+		`<x xmlns='jabber:x:data'>` + rep + `</x>`,
+		`<x xmlns='urn:other' type='result'>` + rep + `</x>`,
+		`<x xmlns='jabber:x:data' type='result'/>`,
+		`<x xmlns='jabber:x:data' type='result'><title>T</title>` + rep + `</x>`,
+		`<x xmlns='jabber:x:data' type='result'>` + rep + `<title>T</title></x>`,
+		`<x xmlns='jabber:x:data' type='result'>` + rep + `<field var='jid'/></x>`,
+		`<x xmlns='jabber:x:data' type='result'>` + rep + rep + `</x>`,
+		`<x xmlns='jabber:x:data' type='result'><item/>` + rep + `</x>`,
+		`<x xmlns='jabber:x:data' type='result'><reported><field/></reported></x>`,
+		`<x xmlns='jabber:x:data' type='result'><reported><field var='a'/><field var='a'/></reported></x>`,
+		`<x xmlns='jabber:x:data' type='result'><reported><field var='a'><value>v</value></field></reported></x>`,
+		`<x xmlns='jabber:x:data' type='result'>` + rep + `<item><field var='email'><value>v</value></field></item></x>`,
+		`<x xmlns='jabber:x:data' type='result'>` + rep + `<item><field var='jid'/><field var='jid'/></item></x>`,
+		`<x xmlns='jabber:x:data' type='result'>` + rep + `<item><field var='jid'><value><b/></value></field></item></x>`,
+		`<x xmlns='jabber:x:data' type='result'>` + rep + `<item><field var='jid'><option/></field></item></x>`,
+		`<x xmlns='jabber:x:data' type='result'>` + rep + `<item><other xmlns='urn:x'/></item></x>`,
+	} {
+		el, err := wire.Parse(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var bad wire.ErrBadMultiResult
+		if _, err := wire.ParseMultiResult(el); !errors.As(err, &bad) {
+			t.Errorf("%s: err = %v, want ErrBadMultiResult", body, err)
+		}
+	}
+}
+
+func ExampleMultiResult() {
+	form := wire.MultiResult{
+		Reported: []wire.Field{{Var: "jid", Type: "jid-single", Label: "Jabber ID"}},
+		Items:    []wire.FormItem{{Fields: []wire.Field{{Var: "jid", Values: []string{"weather@agents.example"}}}}},
+	}
+	out, _ := wire.Marshal(form.TokenReader())
+	fmt.Println(out)
+	// Output:
+	// <x type='result' xmlns='jabber:x:data'><reported><field label='Jabber ID' type='jid-single' var='jid'/></reported><item><field var='jid'><value>weather@agents.example</value></field></item></x>
+}
