@@ -267,12 +267,15 @@ func (s *Store) VersionRetained(ctx context.Context, jid, version string) (bool,
 }
 
 // versionRetained reports whether a hold on the version lasts beyond the
-// transaction's instant.
+// transaction's instant, or a task not yet purged pinned it.
 func versionRetained(ctx context.Context, tx *txn, jid, version string) (bool, error) {
 	var one int
 	err := tx.queryRow(ctx, `SELECT 1 FROM version_retention
-		WHERE endpoint_jid = ? AND version = ? AND retain_until > ? LIMIT 1`,
-		jid, version, millis(tx.now)).Scan(&one)
+			WHERE endpoint_jid = ? AND version = ? AND retain_until > ?
+		UNION ALL
+		SELECT 1 FROM task WHERE target = ? AND api_version = ?
+		LIMIT 1`,
+		jid, version, millis(tx.now), jid, version).Scan(&one)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return false, nil

@@ -195,9 +195,9 @@ END;
 -- NANOseconds, since deadlines compare exactly: the deadline or input expiry
 -- while the task runs, the purge time once it is terminal, so one index
 -- serves the restart scan (terminal = 0) and the purge (terminal = 1 AND
--- next_wake <= now). A task holds its pinned version in version_retention
--- (holder 'task:ID') from admission until it is purged with its events and
--- input records. These tables keep their rowid: doc and payload can be large.
+-- next_wake <= now). A task row holds its pinned version (the foreign key)
+-- from admission until it is purged with its events and input records.
+-- These tables keep their rowid: doc and payload can be large.
 CREATE TABLE task (
 	id          TEXT    NOT NULL PRIMARY KEY CHECK (id <> ''),
 	caller      TEXT    NOT NULL,
@@ -209,7 +209,13 @@ CREATE TABLE task (
 	revision    INTEGER NOT NULL CHECK (revision >= 0),
 	next_wake   INTEGER NOT NULL,
 	doc         BLOB    NOT NULL,
-	UNIQUE (caller, target, request_id)
+	-- The replay record. target first, so that a version's or an
+	-- endpoint's tasks are found by prefix (versionRetained).
+	UNIQUE (target, caller, request_id),
+	-- A task holds the version it pinned until it is purged: the row
+	-- itself is the hold, checked on insert, and the database refuses to
+	-- delete a version a task still names.
+	FOREIGN KEY (target, api_version) REFERENCES manifest_version (endpoint_jid, version)
 ) STRICT;
 
 CREATE INDEX task_wake ON task (terminal, next_wake);

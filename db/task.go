@@ -78,8 +78,6 @@ type TaskInput struct {
 	Doc []byte
 }
 
-// TaskHolder is the retention holder (RetainVersion) of task id.
-func TaskHolder(id string) string { return "task:" + id }
 
 // The statements of task writes. They are prepared once on the writer pool
 // when a GroupCommitter starts, so a commit of one closure does not parse
@@ -101,9 +99,6 @@ const (
 		FROM (SELECT 1) AS one LEFT JOIN task AS t ON t.caller = ?3 AND t.target = ?1 AND t.request_id = ?4`
 	sqlInsertTask = `INSERT INTO task (id, caller, target, request_id, api_version, state, terminal, revision, next_wake, doc)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	sqlHoldVersion = `INSERT INTO version_retention (endpoint_jid, version, holder, retain_until)
-		VALUES (?, ?, ?, ?)
-		ON CONFLICT (endpoint_jid, version, holder) DO UPDATE SET retain_until = excluded.retain_until`
 	sqlUpdateTask = `UPDATE task SET state = ?, terminal = ?, revision = ?, next_wake = ?, doc = ?
 		WHERE id = ?`
 	sqlInsertEvent = `INSERT INTO task_event (task_id, revision, event_id, type, payload)
@@ -115,7 +110,6 @@ const (
 	sqlDeleteEvents   = `DELETE FROM task_event WHERE task_id = ?`
 	sqlDeleteInputs   = `DELETE FROM task_input WHERE task_id = ?`
 	sqlDeleteTask     = `DELETE FROM task WHERE id = ?`
-	sqlReleaseVersion = `DELETE FROM version_retention WHERE endpoint_jid = ? AND version = ? AND holder = ?`
 	sqlLiveTasks      = `SELECT id, caller, target, request_id, api_version, state, terminal, revision, next_wake, doc
 		FROM task WHERE terminal = 0 ORDER BY next_wake`
 	sqlDueForPurge = `SELECT id FROM task WHERE terminal = 1 AND next_wake <= ? ORDER BY next_wake LIMIT ?`
@@ -126,9 +120,9 @@ const (
 // taskWrites are prepared on the writer pool by every GroupCommitter.
 var taskWrites = []string{
 	sqlSavepoint, sqlRelease, sqlRollback,
-	sqlTaskByID, sqlTaskByRequest, sqlPinnable, sqlAdmission, sqlInsertTask, sqlHoldVersion,
+	sqlTaskByID, sqlTaskByRequest, sqlPinnable, sqlAdmission, sqlInsertTask,
 	sqlUpdateTask, sqlInsertEvent, sqlPutInput, sqlInputByID,
-	sqlPurgeableTask, sqlDeleteEvents, sqlDeleteInputs, sqlDeleteTask, sqlReleaseVersion,
+	sqlPurgeableTask, sqlDeleteEvents, sqlDeleteInputs, sqlDeleteTask,
 }
 
 // GroupCommitter runs task writes in group commits: one goroutine owns the
@@ -436,18 +430,17 @@ func (t *TaskTx) Admission(endpoint, version, caller, requestID string) (prior T
 	}, true, nil
 }
 
-// InsertTask inserts a new task and, in the same transaction, its hold on
-// the version it pinned (Target, APIVersion) until holdUntil, so that the
-// version cannot be removed while the task or its replay record exists.
-// Call Pinnable first in the same closure: a version that is not
-// registered fails the hold's foreign key, a plain error.
-func (t *TaskTx) InsertTask(rec TaskRecord, holdUntil time.Time) error {
+// InsertTask inserts a new task. The row itself holds the version it
+// pinned (Target, APIVersion) until the task is purged, so that the version
+// cannot be removed while the task or its replay record exists; no separate
+// hold row is written, which keeps an admission to the fewest B-tree pages
+// (each one is a write-ahead-log frame in the fsync). Call Pinnable first in
+// the same closure: a version that is not registered fails the foreign key,
+// a plain error.
+func (t *TaskTx) InsertTask(rec TaskRecord) error {
 	if _, err := t.tx.exec(t.ctx, sqlInsertTask, rec.ID, rec.Caller, rec.Target, rec.RequestID, rec.APIVersion,
 		rec.State, boolInt(rec.Terminal), rec.Revision, rec.NextWake.UnixNano(), rec.Doc); err != nil {
 		return fmt.Errorf("db: insert task: %w", err)
-	}
-	if _, err := t.tx.exec(t.ctx, sqlHoldVersion, rec.Target, rec.APIVersion, TaskHolder(rec.ID), millis(holdUntil)); err != nil {
-		return fmt.Errorf("db: insert task: hold version: %w", err)
 	}
 	return nil
 }
@@ -518,9 +511,6 @@ func (t *TaskTx) PurgeTask(id string) (bool, error) {
 		if _, err := t.tx.exec(t.ctx, q, id); err != nil {
 			return false, fmt.Errorf("db: purge task %s: %w", id, err)
 		}
-	}
-	if _, err := t.tx.exec(t.ctx, sqlReleaseVersion, target, version, TaskHolder(id)); err != nil {
-		return false, fmt.Errorf("db: purge task %s: release version: %w", id, err)
 	}
 	return true, nil
 }
@@ -670,7 +660,13 @@ CREATE TABLE task (
 	revision    INTEGER NOT NULL CHECK (revision >= 0),
 	next_wake   INTEGER NOT NULL,
 	doc         BLOB    NOT NULL,
-	UNIQUE (caller, target, request_id)
+	-- The replay record. target first, so that a version's or an
+	-- endpoint's tasks are found by prefix (versionRetained).
+	UNIQUE (target, caller, request_id),
+	-- A task holds the version it pinned until it is purged: the row
+	-- itself is the hold, checked on insert, and the database refuses to
+	-- delete a version a task still names.
+	FOREIGN KEY (target, api_version) REFERENCES manifest_version (endpoint_jid, version)
 ) STRICT;
 
 CREATE INDEX task_wake ON task (terminal, next_wake);

@@ -49,7 +49,7 @@ func insert(tx *db.TaskTx, rec db.TaskRecord) error {
 	if err := tx.Pinnable(rec.Target, rec.APIVersion); err != nil {
 		return err
 	}
-	return tx.InsertTask(rec, rec.NextWake.Add(24*time.Hour))
+	return tx.InsertTask(rec)
 }
 
 func TestTaskInsertReadUpdate(t *testing.T) {
@@ -149,7 +149,7 @@ func TestTaskInsertNeedsVersion(t *testing.T) {
 		t.Errorf("insert pinning an unknown version: %v", err)
 	}
 	// Without Pinnable, the hold's foreign key still refuses it.
-	if err := gc.Do(ctx, func(tx *db.TaskTx) error { return tx.InsertTask(rec, epoch.Add(time.Hour)) }); err == nil {
+	if err := gc.Do(ctx, func(tx *db.TaskTx) error { return tx.InsertTask(rec) }); err == nil {
 		t.Error("a task pinning an unknown version was inserted")
 	}
 	// An inactive endpoint cannot be pinned.
@@ -349,7 +349,8 @@ func TestGroupCommitDurableAndClosed(t *testing.T) {
 }
 
 // TestTaskPurge: only terminal tasks whose purge time has come are listed
-// and purged, with their events, inputs and version hold.
+// and purged, with their events and inputs; a task holds its version until
+// it is purged.
 func TestTaskPurge(t *testing.T) {
 	ctx := context.Background()
 	s, clk, gc := withWeather(t)
@@ -358,10 +359,10 @@ func TestTaskPurge(t *testing.T) {
 	running := taskRec("task-running", "req-2")
 	running.NextWake = epoch.Add(time.Minute)
 	err := gc.Do(ctx, func(tx *db.TaskTx) error {
-		if err := tx.InsertTask(done, done.NextWake); err != nil {
+		if err := tx.InsertTask(done); err != nil {
 			return err
 		}
-		if err := tx.InsertTask(running, epoch.Add(50*time.Hour)); err != nil {
+		if err := tx.InsertTask(running); err != nil {
 			return err
 		}
 		if err := tx.InsertEvents([]db.TaskEvent{{TaskID: "task-done", Revision: 1, ID: "evt-1", Type: "completed", Payload: []byte(`{}`)}}); err != nil {
@@ -402,14 +403,24 @@ func TestTaskPurge(t *testing.T) {
 	if evs, err := s.TaskEvents(ctx, "task-done"); err != nil || len(evs) != 0 {
 		t.Errorf("events after purge: %v, %v", evs, err)
 	}
-	// The running task still holds the version (until hour 50).
+	// The running task still holds the version: its row is the hold.
 	if held, err := s.VersionRetained(ctx, "weather@agents.example", "1.0"); err != nil || !held {
 		t.Errorf("VersionRetained = %v, %v", held, err)
 	}
-	// Once no hold is in force the version may be removed.
-	clk.Advance(2 * time.Hour)
+	// Once it has settled and been purged, the version may be removed.
+	running.State, running.Terminal, running.NextWake = "completed", true, clk.Now()
+	err = gc.Do(ctx, func(tx *db.TaskTx) error {
+		if err := tx.UpdateTask(running); err != nil {
+			return err
+		}
+		_, err := tx.PurgeTask("task-running")
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := s.RemoveVersion(ctx, "weather@agents.example", "1.0"); err != nil {
-		t.Errorf("RemoveVersion after the holds lapsed: %v", err)
+		t.Errorf("RemoveVersion after the last task was purged: %v", err)
 	}
 	err = gc.Do(ctx, func(tx *db.TaskTx) error {
 		if _, err := tx.Input("task-done", "input-1"); !errors.Is(err, db.ErrNotFound) {

@@ -122,7 +122,7 @@ func (s *Service) Invoke(ctx context.Context, pol *policy.Policy, from, to jid.J
 		if answer = capErr; answer != nil {
 			return nil
 		}
-		if err := tx.InsertTask(freshRec, fresh.Task.PurgeAfter); err != nil {
+		if err := tx.InsertTask(freshRec); err != nil {
 			return err
 		}
 		adm = fresh
