@@ -78,7 +78,6 @@ type TaskInput struct {
 	Doc []byte
 }
 
-
 // The statements of task writes. They are prepared once on the writer pool
 // when a GroupCommitter starts, so a commit of one closure does not parse
 // them again.
@@ -105,12 +104,12 @@ const (
 		VALUES (?, ?, ?, ?, ?)`
 	sqlPutInput = `INSERT INTO task_input (task_id, request_id, doc) VALUES (?, ?, ?)
 		ON CONFLICT (task_id, request_id) DO UPDATE SET doc = excluded.doc`
-	sqlInputByID      = `SELECT doc FROM task_input WHERE task_id = ? AND request_id = ?`
-	sqlPurgeableTask  = `SELECT target, api_version FROM task WHERE id = ? AND terminal = 1 AND next_wake <= ?`
-	sqlDeleteEvents   = `DELETE FROM task_event WHERE task_id = ?`
-	sqlDeleteInputs   = `DELETE FROM task_input WHERE task_id = ?`
-	sqlDeleteTask     = `DELETE FROM task WHERE id = ?`
-	sqlLiveTasks      = `SELECT id, caller, target, request_id, api_version, state, terminal, revision, next_wake, doc
+	sqlInputByID     = `SELECT doc FROM task_input WHERE task_id = ? AND request_id = ?`
+	sqlPurgeableTask = `SELECT target, api_version FROM task WHERE id = ? AND terminal = 1 AND next_wake <= ?`
+	sqlDeleteEvents  = `DELETE FROM task_event WHERE task_id = ?`
+	sqlDeleteInputs  = `DELETE FROM task_input WHERE task_id = ?`
+	sqlDeleteTask    = `DELETE FROM task WHERE id = ?`
+	sqlLiveTasks     = `SELECT id, caller, target, request_id, api_version, state, terminal, revision, next_wake, doc
 		FROM task WHERE terminal = 0 ORDER BY next_wake`
 	sqlDueForPurge = `SELECT id FROM task WHERE terminal = 1 AND next_wake <= ? ORDER BY next_wake LIMIT ?`
 	sqlTaskEvents  = `SELECT task_id, revision, event_id, type, payload FROM task_event
