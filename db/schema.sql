@@ -190,13 +190,12 @@ END;
 
 -- Tasks (task.go; package task defines them, package taskd runs them). doc is
 -- the whole task as the task layer encodes it; the other columns are what
--- tasks are looked up by, kept in step with doc by every write. (caller,
--- target, request_id) is the admission replay record. next_wake is in unix
+-- tasks are looked up by, kept in step with doc by every write. (target,
+-- caller, request_id) is the admission replay record. next_wake is in unix
 -- NANOseconds, since deadlines compare exactly: the deadline or input expiry
--- while the task runs, the purge time once it is terminal, so one index
--- serves the restart scan (terminal = 0) and the purge (terminal = 1 AND
--- next_wake <= now). A task row holds its pinned version (the foreign key)
--- from admission until it is purged with its events and input records.
+-- while the task runs, the purge time once it is terminal (task_purge). A
+-- task row holds its pinned version (the foreign key) from admission until
+-- it is purged with its events and input records.
 -- These tables keep their rowid: doc and payload can be large.
 CREATE TABLE task (
 	id          TEXT    NOT NULL PRIMARY KEY CHECK (id <> ''),
@@ -218,7 +217,10 @@ CREATE TABLE task (
 	FOREIGN KEY (target, api_version) REFERENCES manifest_version (endpoint_jid, version)
 ) STRICT;
 
-CREATE INDEX task_wake ON task (terminal, next_wake);
+-- Only settled tasks are indexed, for the purge: an admission, and every
+-- transition of a running task, then writes no index page for it. The
+-- restart scan of unsettled tasks reads the table once, at start.
+CREATE INDEX task_purge ON task (next_wake) WHERE terminal = 1;
 
 -- Lifecycle events, one per revision after 0.
 CREATE TABLE task_event (
@@ -237,3 +239,20 @@ CREATE TABLE task_input (
 	doc        BLOB NOT NULL,
 	PRIMARY KEY (task_id, request_id)
 ) STRICT;
+
+-- Imports of mcp endpoints (mcp.go): per manifest version an import of the
+-- MCP server's tool list yielded, the tools it left out with their reasons
+-- (a JSON array of {"tool","reason"}), when an import last yielded it after
+-- another, and whether it is the endpoint's latest import (one per endpoint,
+-- by the partial unique index). A row goes with its version.
+CREATE TABLE mcp_import (
+	endpoint_jid TEXT    NOT NULL,
+	version      TEXT    NOT NULL,
+	skipped      TEXT    NOT NULL,
+	imported_at  INTEGER NOT NULL,
+	latest       INTEGER NOT NULL CHECK (latest IN (0, 1)),
+	PRIMARY KEY (endpoint_jid, version),
+	FOREIGN KEY (endpoint_jid, version) REFERENCES manifest_version (endpoint_jid, version) ON DELETE CASCADE
+) STRICT, WITHOUT ROWID;
+
+CREATE UNIQUE INDEX mcp_import_latest ON mcp_import (endpoint_jid) WHERE latest = 1;

@@ -668,7 +668,10 @@ CREATE TABLE task (
 	FOREIGN KEY (target, api_version) REFERENCES manifest_version (endpoint_jid, version)
 ) STRICT;
 
-CREATE INDEX task_wake ON task (terminal, next_wake);
+-- Only settled tasks are indexed, for the purge: an admission, and every
+-- transition of a running task, then writes no index page for it. The
+-- restart scan of unsettled tasks reads the table once, at start.
+CREATE INDEX task_purge ON task (next_wake) WHERE terminal = 1;
 
 CREATE TABLE task_event (
 	task_id  TEXT    NOT NULL REFERENCES task (id) ON DELETE CASCADE,
