@@ -24,6 +24,8 @@ type session struct {
 	lastNS atomic.Int64
 	// quickQ feeds quickSender (see reject).
 	quickQ chan func()
+	// jobs feeds the warm workers (see dispatchIQ).
+	jobs chan *Request
 	// presence is the stream's presence state (presence.go).
 	presence *presenceState
 }
@@ -151,6 +153,14 @@ func (s *session) dispatchIQ(el wire.Element, tooLarge bool) {
 		s.reject(req, errResource)
 		return
 	}
+	// A warm worker if one is idle: its stack has already grown to what a
+	// store-backed handler needs, which a fresh goroutine pays for on every
+	// request. Otherwise an extra goroutine, up to the worker bound.
+	select {
+	case s.jobs <- req:
+		return
+	default:
+	}
 	select {
 	case s.g.workers <- struct{}{}:
 	default:
@@ -159,20 +169,41 @@ func (s *session) dispatchIQ(el wire.Element, tooLarge bool) {
 	}
 	go func() {
 		defer func() { <-s.g.workers }()
-		defer func() {
-			// A bug in one handler must not take the gateway down.
-			if r := recover(); r != nil {
-				s.g.log.Error("handler panic", "to", req.To.String(), "payload", req.Payload.Start.Name.Space+" "+req.Payload.Start.Name.Local, "panic", r)
-				s.replyError(req, errInternal)
-			}
-		}()
-		payload, err := s.g.route(s.ctx, req)
-		if err != nil {
-			s.replyError(req, err)
-			return
-		}
-		s.replyResult(req, payload)
+		s.handle(req)
 	}()
+}
+
+// warmWorkers long-lived goroutines per session take IQs first; past them
+// up to maxWorkers more run on goroutines of their own.
+const warmWorkers = 16
+
+// warmWorker handles requests from the read loop until the session ends.
+func (s *session) warmWorker() {
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case req := <-s.jobs:
+			s.handle(req)
+		}
+	}
+}
+
+// handle routes one request and answers it.
+func (s *session) handle(req *Request) {
+	defer func() {
+		// A bug in one handler must not take the gateway down.
+		if r := recover(); r != nil {
+			s.g.log.Error("handler panic", "to", req.To.String(), "payload", req.Payload.Start.Name.Space+" "+req.Payload.Start.Name.Local, "panic", r)
+			s.replyError(req, errInternal)
+		}
+	}()
+	payload, err := s.g.route(s.ctx, req)
+	if err != nil {
+		s.replyError(req, err)
+		return
+	}
+	s.replyResult(req, payload)
 }
 
 // quickReplies bounds the replies the read loop hands off without a worker:

@@ -87,9 +87,12 @@ func (g *Gateway) connectAndServe(ctx context.Context) error {
 func (g *Gateway) serve(ctx context.Context, sess *xmpp.Session, conn net.Conn) error {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	s := &session{g: g, sess: sess, ctx: sctx, quickQ: make(chan func(), quickReplies)}
+	s := &session{g: g, sess: sess, ctx: sctx, quickQ: make(chan func(), quickReplies), jobs: make(chan *Request)}
 	s.touch()
 	go s.quickSender()
+	for range warmWorkers {
+		go s.warmWorker()
+	}
 	g.pending.open(s)
 	// Presence starts before the read loop, so no presence stanza finds it
 	// missing; its first pass announces available to subscribers.
