@@ -30,7 +30,8 @@ commands:
   endpoint activate -config FILE JID VERSION
   endpoint deactivate -config FILE JID
   endpoint list -config FILE
-  endpoint status -config FILE JID
+  endpoint status -config FILE JID                  versions; tools an mcp import left out, and why
+  endpoint sync -config FILE [-notes] JID           import an mcp endpoint's tool list now
   endpoint remove-version -config FILE JID VERSION  remove an inactive version (its tombstone stays)
   endpoint remove -config FILE JID                  deactivate and remove the endpoint and all versions
   client -jid JID [-password-file F] [-server HOST:PORT] [-json] [-trace FILE] SUBCOMMAND:

@@ -19,6 +19,8 @@ import (
 	"agentgw/db"
 	"agentgw/gateway"
 	"agentgw/manifest"
+	"agentgw/mcpsync"
+	"agentgw/runtime/mcp"
 	"agentgw/task"
 	"agentgw/taskd"
 )
@@ -98,7 +100,7 @@ func openStore(ctx context.Context, path string) (*config.Config, *db.Store, err
 func endpoint(ctx context.Context, sub string, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("endpoint "+sub, flag.ContinueOnError)
 	path := fs.String("config", "", "configuration file")
-	var activate *bool
+	var activate, notes *bool
 	var minPos, maxPos int
 	switch sub {
 	case "register":
@@ -107,6 +109,9 @@ func endpoint(ctx context.Context, sub string, args []string, stdout io.Writer) 
 	case "activate", "remove-version":
 		minPos, maxPos = 2, 2
 	case "deactivate", "status", "remove":
+		minPos, maxPos = 1, 1
+	case "sync":
+		notes = fs.Bool("notes", false, "also print what the import changed in the tools it kept")
 		minPos, maxPos = 1, 1
 	case "list":
 	default:
@@ -159,7 +164,17 @@ func endpoint(ctx context.Context, sub string, args []string, stdout io.Writer) 
 		if err != nil {
 			return err
 		}
-		printStatus(stdout, reg, removed)
+		imports, err := store.Imports(ctx, j)
+		if err != nil {
+			return err
+		}
+		printStatus(stdout, reg, removed, imports)
+	case "sync":
+		j, err := endpointJID(cfg, pos[0])
+		if err != nil {
+			return err
+		}
+		return syncEndpoint(ctx, cfg, store, j, *notes, stdout)
 	case "remove-version":
 		j, err := endpointJID(cfg, pos[0])
 		if err != nil {
@@ -230,8 +245,10 @@ func register(ctx context.Context, cfg *config.Config, store *db.Store, file str
 
 // printStatus prints an endpoint: "*" marks the active version and "r" a
 // version retained by a task or result (neither can be removed), and the
-// removed versions follow with the hash their tombstone keeps.
-func printStatus(w io.Writer, reg db.Registration, removed []db.Tombstone) {
+// removed versions follow with the hash their tombstone keeps. For an mcp
+// endpoint, the last import and the tools each imported version left out
+// follow, with the reasons.
+func printStatus(w io.Writer, reg db.Registration, removed []db.Tombstone, imports []db.Import) {
 	active := reg.Active
 	if active == "" {
 		active = "(inactive)"
@@ -255,7 +272,80 @@ func printStatus(w io.Writer, reg db.Registration, removed []db.Tombstone) {
 				base64.StdEncoding.EncodeToString(ts.Hash[:]), ts.RemovedAt.UTC().Format(timeLayout))
 		}
 	}
+	for _, imp := range imports {
+		if imp.Latest {
+			fmt.Fprintf(w, "last import: %s at %s\n", imp.Version, imp.ImportedAt.UTC().Format(timeLayout))
+		}
+	}
+	for _, imp := range imports {
+		if len(imp.Skipped) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "skipped by the import of %s:\n", imp.Version)
+		for _, sk := range imp.Skipped {
+			fmt.Fprintf(w, "   %s: %s\n", sk.Tool, sk.Reason)
+		}
+	}
 }
+
+// syncEndpoint imports the tool list of an mcp endpoint's server, which it
+// starts itself from the configuration, and records it: a changed list is
+// registered and activated, an unchanged one changes nothing. A running
+// serve reads the store, so it serves the new version at once.
+func syncEndpoint(ctx context.Context, cfg *config.Config, store *db.Store, jid string, notes bool, stdout io.Writer) error {
+	var ep *config.Endpoint
+	for i := range cfg.Endpoints {
+		if cfg.Endpoints[i].JID == jid {
+			ep = &cfg.Endpoints[i]
+		}
+	}
+	if ep == nil || ep.Runtime != config.RuntimeMCP {
+		return fmt.Errorf("%s is not an [[endpoint]] with runtime %q in %s", jid, config.RuntimeMCP, cfg.Path)
+	}
+	opts := mcpsync.Options(*ep)
+	// A one-off session: stop the server promptly when done.
+	opts.TerminateGrace = syncTerminateGrace
+	rt, err := mcp.New(opts)
+	if err != nil {
+		return fmt.Errorf("%s: %w", jid, err)
+	}
+	defer rt.Close()
+	res, err := mcpsync.Sync(ctx, store, rt, jid)
+	if err != nil {
+		return fmt.Errorf("%s: %w", jid, err)
+	}
+	word := "unchanged"
+	switch {
+	case res.Registered:
+		word = "registered"
+	case res.Changed:
+		word = "imported"
+	}
+	fmt.Fprintf(stdout, "%s %s %s sha-256 %s\n", word, res.JID, res.Version, base64.StdEncoding.EncodeToString(res.Hash[:]))
+	if res.Activated {
+		fmt.Fprintf(stdout, "activated %s %s\n", res.JID, res.Version)
+	} else if res.Active != res.Version {
+		active := res.Active
+		if active == "" {
+			active = "(inactive)"
+		}
+		fmt.Fprintf(stdout, "active: %s (an unchanged tool list changes nothing)\n", active)
+	}
+	fmt.Fprintf(stdout, "tools: %d, skipped: %d\n", res.Tools, len(res.Skipped))
+	for _, sk := range res.Skipped {
+		fmt.Fprintf(stdout, "skipped %s: %s\n", sk.Tool, sk.Reason)
+	}
+	if notes {
+		for _, n := range res.Notes {
+			fmt.Fprintf(stdout, "note %s: %s\n", n.Tool, n.Note)
+		}
+	}
+	return nil
+}
+
+// syncTerminateGrace is how long endpoint sync gives the MCP server it
+// started to exit, before SIGTERM and again before SIGKILL.
+const syncTerminateGrace = 300 * time.Millisecond
 
 // timeLayout is how the CLI prints instants.
 const timeLayout = "2006-01-02T15:04:05Z"
@@ -319,12 +409,18 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	defer store.Close()
 	gw := gateway.New(cfg, store, log)
-	tasks, err := startTasks(ctx, cfg, store, gw, log)
+	hosted, err := taskd.Runtimes(ctx, store, cfg.Endpoints, taskd.RuntimeOptions{Availability: gw.Availability(), Log: log})
 	if err != nil {
 		return err
 	}
-	// Deferred after store.Close, so it runs first: executions stop and
-	// queued commits finish before the store closes.
+	// Deferred in this order, so that they run in the reverse: executions
+	// stop and queued commits finish, then the MCP servers stop, then the
+	// store closes.
+	defer hosted.Close()
+	tasks, err := startTasks(ctx, cfg, store, gw, hosted, log)
+	if err != nil {
+		return err
+	}
 	defer tasks.Close()
 
 	hup := make(chan os.Signal, 1)
@@ -346,15 +442,10 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	return err
 }
 
-// startTasks builds the runtime of every [[endpoint]] (registering and
-// activating the builtin manifests), starts the task service with the
-// [tasks] limits, attaches it to the gateway and recovers the tasks a
-// previous run left unsettled.
-func startTasks(ctx context.Context, cfg *config.Config, store *db.Store, gw *gateway.Gateway, log *slog.Logger) (*taskd.Service, error) {
-	runtimes, err := taskd.Runtimes(ctx, store, cfg.Endpoints)
-	if err != nil {
-		return nil, err
-	}
+// startTasks starts the task service over the runtime of every
+// [[endpoint]] (taskd.Runtimes) with the [tasks] limits, attaches it to the
+// gateway and recovers the tasks a previous run left unsettled.
+func startTasks(ctx context.Context, cfg *config.Config, store *db.Store, gw *gateway.Gateway, hosted *taskd.Hosted, log *slog.Logger) (*taskd.Service, error) {
 	tasks, err := taskd.New(store, taskd.Options{
 		Machine: task.Config{
 			Retention:      cfg.Tasks.Retention,
@@ -362,9 +453,9 @@ func startTasks(ctx context.Context, cfg *config.Config, store *db.Store, gw *ga
 			DefaultTimeout: cfg.Tasks.DefaultTimeout,
 			MaxTimeout:     cfg.Tasks.MaxTimeout,
 		},
-		Runtimes:      runtimes,
+		Runtimes:      hosted.Runtimes,
 		Notify:        gw.SendEvent,
-		Availability:  gw.Availability(),
+		Availability:  hosted.Availability(gw.Availability()),
 		MaxActive:     cfg.Tasks.MaxActive,
 		PurgeInterval: cfg.Tasks.PurgeInterval,
 		Log:           log,
@@ -377,7 +468,7 @@ func startTasks(ctx context.Context, cfg *config.Config, store *db.Store, gw *ga
 		tasks.Close()
 		return nil, err
 	}
-	log.Info("tasks ready", "endpoints", len(runtimes), "active", tasks.Active())
+	log.Info("tasks ready", "endpoints", len(hosted.Runtimes), "active", tasks.Active())
 	return tasks, nil
 }
 

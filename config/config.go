@@ -127,16 +127,31 @@ type Tasks struct {
 }
 
 // EndpointFile is one [[endpoint]] entry: a hosted endpoint and its
-// runtime, with the keys of that runtime.
+// runtime, with the keys of that runtime (runtimeKeys says which).
 type EndpointFile struct {
 	JID     string `toml:"jid"`
 	Runtime string `toml:"runtime"`
+	// Keys of runtimes "exec" and "mcp".
+	Command []string `toml:"command"`
+	Dir     string   `toml:"dir"`
+	Env     []string `toml:"env"`
 	// Keys of runtime "exec".
-	Command   []string `toml:"command"`
-	Dir       string   `toml:"dir"`
-	Env       []string `toml:"env"`
-	Grace     string   `toml:"grace"`
-	KillGrace string   `toml:"kill_grace"`
+	Grace     string `toml:"grace"`
+	KillGrace string `toml:"kill_grace"`
+	// Keys of runtime "mcp" (docs/mcp.md). Pointers tell a key that is
+	// absent from one set to its zero value.
+	EnvFiles           map[string]string `toml:"env_files"`
+	EnvPass            []string          `toml:"env_pass"`
+	URL                string            `toml:"url"`
+	HeaderFiles        map[string]string `toml:"header_files"`
+	ColdStartSupported *bool             `toml:"cold_start_supported"`
+	KeepWarm           *bool             `toml:"keep_warm"`
+	IdleTimeout        string            `toml:"idle_timeout"`
+	Name               string            `toml:"name"`
+	Title              string            `toml:"title"`
+	Description        string            `toml:"description"`
+	DefaultTimeout     string            `toml:"default_timeout"`
+	MaxTimeout         string            `toml:"max_timeout"`
 }
 
 // Defaults returns the File that decoding starts from.
@@ -225,14 +240,47 @@ const (
 type Endpoint struct {
 	// JID is the endpoint's normalized bare JID, under component.domain.
 	JID string
-	// Runtime is RuntimeBuiltin or RuntimeExec.
+	// Runtime is RuntimeBuiltin, RuntimeExec or RuntimeMCP.
 	Runtime string
-	// Command, Dir, Env, Grace and KillGrace configure runtime "exec"
-	// (exec.Options); zero durations take the runtime's defaults.
+	// Command, Dir and Env configure runtimes "exec" and "mcp"; Grace and
+	// KillGrace runtime "exec" (exec.Options). Zero durations take the
+	// runtime's defaults.
 	Command          []string
 	Dir              string
 	Env              []string
 	Grace, KillGrace time.Duration
+	// MCP holds the other keys of runtime "mcp"; nil for other runtimes.
+	MCP *MCPEndpoint
+}
+
+// MCPEndpoint is the validated configuration of an [[endpoint]] with
+// runtime "mcp" besides Command, Dir and Env: the upstream MCP server
+// (package runtime/mcp, docs/mcp.md). Paths are absolute. Credentials are
+// never held here, only the files and variable names they come from.
+type MCPEndpoint struct {
+	// URL is the Streamable HTTP endpoint; exactly one of URL and
+	// Endpoint.Command is set.
+	URL string
+	// EnvFiles maps a variable of a stdio server to the file holding its
+	// value; EnvPass names variables taken from the gateway's environment.
+	EnvFiles map[string]string
+	EnvPass  []string
+	// HeaderFiles maps an HTTP header to the file holding its value.
+	HeaderFiles map[string]string
+	// ColdStart is cold_start_supported: a call wakes a stopped upstream,
+	// and the endpoint advertises cold_start_supported=1.
+	ColdStart bool
+	// KeepWarm keeps the upstream running (implied without ColdStart).
+	KeepWarm bool
+	// IdleTimeout stops a cold-started upstream after that long without
+	// calls; zero is the runtime's default, negative means never.
+	IdleTimeout time.Duration
+	// Name, Title and Description override the agent fields of the
+	// imported manifest; empty takes the server's own.
+	Name, Title, Description string
+	// DefaultTimeout and MaxTimeout, when set, are declared in every
+	// imported tool (defaultTimeoutSeconds, maximumTimeoutSeconds).
+	DefaultTimeout, MaxTimeout time.Duration
 }
 
 // endpointRuntimes validates the runtime-specific keys of an [[endpoint]],
@@ -241,6 +289,7 @@ type Endpoint struct {
 var endpointRuntimes = map[string]func(key, dir string, in EndpointFile, out *Endpoint, bad func(key, format string, args ...any)){
 	RuntimeBuiltin: builtinEndpoint,
 	RuntimeExec:    execEndpoint,
+	RuntimeMCP:     mcpEndpoint,
 }
 
 // Errors is every problem found in a configuration, one per key.
@@ -571,13 +620,11 @@ func buildEndpoints(in []EndpointFile, domain, dir string, bad func(key, format 
 		case e.Runtime == "":
 			bad(key+".runtime", "required: one of %s", runtimeNames())
 			continue
-		case e.Runtime == RuntimeMCP && !known:
-			bad(key+".runtime", "%q is not available in this version: one of %s", e.Runtime, runtimeNames())
-			continue
 		case !known:
 			bad(key+".runtime", "must be one of %s", runtimeNames())
 			continue
 		}
+		foreignKeys(key, e, bad)
 		check(key, dir, e, &ep, bad)
 		if ok {
 			out = append(out, ep)
@@ -597,19 +644,47 @@ func runtimeNames() string {
 }
 
 // builtinEndpoint: the demo tools need no keys, and take none.
-func builtinEndpoint(key, _ string, in EndpointFile, _ *Endpoint, bad func(key, format string, args ...any)) {
-	onlyExec(key, in, bad)
+func builtinEndpoint(string, string, EndpointFile, *Endpoint, func(key, format string, args ...any)) {
 }
 
-// onlyExec reports every key of runtime "exec" set on another runtime.
-func onlyExec(key string, in EndpointFile, bad func(key, format string, args ...any)) {
-	for name, set := range map[string]bool{
-		"command": in.Command != nil, "dir": in.Dir != "", "env": in.Env != nil,
-		"grace": in.Grace != "", "kill_grace": in.KillGrace != "",
-	} {
-		if set {
-			bad(key+"."+name, "only for runtime %q", RuntimeExec)
+// runtimeKeys lists the runtime-specific keys of [[endpoint]], each with
+// the runtimes that take it, in the order they are checked.
+var runtimeKeys = []struct {
+	name     string
+	runtimes []string
+	set      func(EndpointFile) bool
+}{
+	{"command", []string{RuntimeExec, RuntimeMCP}, func(e EndpointFile) bool { return e.Command != nil }},
+	{"dir", []string{RuntimeExec, RuntimeMCP}, func(e EndpointFile) bool { return e.Dir != "" }},
+	{"env", []string{RuntimeExec, RuntimeMCP}, func(e EndpointFile) bool { return e.Env != nil }},
+	{"grace", []string{RuntimeExec}, func(e EndpointFile) bool { return e.Grace != "" }},
+	{"kill_grace", []string{RuntimeExec}, func(e EndpointFile) bool { return e.KillGrace != "" }},
+	{"env_files", []string{RuntimeMCP}, func(e EndpointFile) bool { return e.EnvFiles != nil }},
+	{"env_pass", []string{RuntimeMCP}, func(e EndpointFile) bool { return e.EnvPass != nil }},
+	{"url", []string{RuntimeMCP}, func(e EndpointFile) bool { return e.URL != "" }},
+	{"header_files", []string{RuntimeMCP}, func(e EndpointFile) bool { return e.HeaderFiles != nil }},
+	{"cold_start_supported", []string{RuntimeMCP}, func(e EndpointFile) bool { return e.ColdStartSupported != nil }},
+	{"keep_warm", []string{RuntimeMCP}, func(e EndpointFile) bool { return e.KeepWarm != nil }},
+	{"idle_timeout", []string{RuntimeMCP}, func(e EndpointFile) bool { return e.IdleTimeout != "" }},
+	{"name", []string{RuntimeMCP}, func(e EndpointFile) bool { return e.Name != "" }},
+	{"title", []string{RuntimeMCP}, func(e EndpointFile) bool { return e.Title != "" }},
+	{"description", []string{RuntimeMCP}, func(e EndpointFile) bool { return e.Description != "" }},
+	{"default_timeout", []string{RuntimeMCP}, func(e EndpointFile) bool { return e.DefaultTimeout != "" }},
+	{"max_timeout", []string{RuntimeMCP}, func(e EndpointFile) bool { return e.MaxTimeout != "" }},
+}
+
+// foreignKeys reports every key set on an [[endpoint]] whose runtime does
+// not take it.
+func foreignKeys(key string, in EndpointFile, bad func(key, format string, args ...any)) {
+	for _, k := range runtimeKeys {
+		if !k.set(in) || slices.Contains(k.runtimes, in.Runtime) {
+			continue
 		}
+		quoted := make([]string, len(k.runtimes))
+		for i, r := range k.runtimes {
+			quoted[i] = strconv.Quote(r)
+		}
+		bad(key+"."+k.name, "only for runtime %s", strings.Join(quoted, " or "))
 	}
 }
 

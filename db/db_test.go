@@ -155,6 +155,7 @@ var frozenSchemas = []struct {
 	{1, "testdata/schema-v1.sql"},
 	{2, "testdata/schema-v2.sql"},
 	{3, "testdata/schema-v3.sql"},
+	{4, "testdata/schema-v4.sql"},
 }
 
 func TestOpenUpgradesFrozenSchemas(t *testing.T) {

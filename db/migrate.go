@@ -47,6 +47,8 @@ var migrations = []string{
 	searchIndexMigration,
 	// 3 → 4: tasks, their events and input records (task.go).
 	taskMigration,
+	// 4 → 5: the imports of mcp endpoints (mcp.go).
+	mcpImportMigration,
 }
 
 // migrate brings the database behind writer to len(migrations). It holds the

@@ -32,13 +32,12 @@ const (
 	// FormEndpointInfo is the FORM_TYPE of the endpoint information form.
 	FormEndpointInfo = "urn:xmpp:agent-endpoint-info:0"
 
-	CategoryAutomation   = "automation"
-	TypeGateway          = "agent-gateway"
-	TypeDirectory        = "agent-directory"
-	TypeEndpoint         = "agent-endpoint"
-	HashAlgo             = wire.HashAlgoSHA256
-	defaultPageSize      = 50
-	coldStartUnsupported = "0"
+	CategoryAutomation = "automation"
+	TypeGateway        = "agent-gateway"
+	TypeDirectory      = "agent-directory"
+	TypeEndpoint       = "agent-endpoint"
+	HashAlgo           = wire.HashAlgoSHA256
+	defaultPageSize    = 50
 )
 
 // GatewayFeatures are the features this package adds to the gateway's
@@ -63,6 +62,10 @@ type Service struct {
 	PageMax int
 	// ReplaySeconds is advertised as request_replay_seconds.
 	ReplaySeconds int
+	// ColdStart holds the endpoints (normalized bare JIDs) whose runtime
+	// starts on a call when it is stopped: they advertise
+	// cold_start_supported 1, every other endpoint 0. It is read only.
+	ColdStart map[string]bool
 }
 
 // GatewayInfo is the disco#info of the gateway JID. features is the full
@@ -192,12 +195,16 @@ func (s *Service) EndpointInfo(v db.Version, features []string) wire.InfoResult 
 	if v.Description != "" {
 		desc = strings.Split(v.Description, "\n")
 	}
+	coldStart := "0"
+	if s.ColdStart[v.JID] {
+		coldStart = "1"
+	}
 	fields = append(fields,
 		wire.Field{Var: "description", Values: desc},
 		wire.Field{Var: "version", Values: []string{v.Version}},
 		wire.Field{Var: "manifest_hash_algo", Values: []string{HashAlgo}},
 		wire.Field{Var: "manifest_hash_value", Values: []string{base64.StdEncoding.EncodeToString(v.Hash[:])}},
-		wire.Field{Var: "cold_start_supported", Values: []string{coldStartUnsupported}},
+		wire.Field{Var: "cold_start_supported", Values: []string{coldStart}},
 		wire.Field{Var: "request_replay_seconds", Values: []string{strconv.Itoa(s.ReplaySeconds)}},
 	)
 	return wire.InfoResult{

@@ -137,3 +137,25 @@ func BenchmarkItemsPage(b *testing.B) {
 		})
 	}
 }
+
+// TestEndpointInfoColdStart: cold_start_supported is 1 exactly for the
+// endpoints whose configuration says so, 0 for every other.
+func TestEndpointInfoColdStart(t *testing.T) {
+	svc := &directory.Service{ReplaySeconds: 60, ColdStart: map[string]bool{"mcp@agents.example": true}}
+	field := func(jid string) []string {
+		info := svc.EndpointInfo(db.Version{JID: jid, Version: "1", Name: "n"}, nil)
+		for _, f := range info.Forms[0].Fields {
+			if f.Var == "cold_start_supported" {
+				return f.Values
+			}
+		}
+		t.Fatalf("%s: no cold_start_supported field", jid)
+		return nil
+	}
+	if got := field("mcp@agents.example"); len(got) != 1 || got[0] != "1" {
+		t.Errorf("cold-startable endpoint: %q", got)
+	}
+	if got := field("weather@agents.example"); len(got) != 1 || got[0] != "0" {
+		t.Errorf("other endpoint: %q", got)
+	}
+}

@@ -30,8 +30,9 @@ import (
 
 // Tunables of the stanza pipeline.
 const (
-	// maxWorkers bounds concurrently handled stanzas; past it an IQ get/set
-	// is answered <resource-constraint/> at once by the read loop.
+	// maxWorkers bounds concurrently handled stanzas beyond the warm
+	// workers (dispatch.go); past it an IQ get/set is answered
+	// <resource-constraint/> at once by the read loop.
 	maxWorkers = 64
 	// maxStanzaTokens and maxStanzaBytes bound one buffered stanza; a larger
 	// IQ request is answered <resource-constraint/>.
@@ -106,11 +107,25 @@ func New(cfg *config.Config, store *db.Store, log *slog.Logger) *Gateway {
 			Name:          cfg.Name,
 			PageMax:       cfg.PageMax,
 			ReplaySeconds: cfg.RequestReplaySeconds,
+			ColdStart:     coldStartEndpoints(cfg.Endpoints),
 		},
 	}
 	g.policy.Store(cfg.Policy)
 	g.buildRoutes()
 	return g
+}
+
+// coldStartEndpoints returns the endpoints whose configuration says that a
+// call starts their stopped runtime (an mcp endpoint with
+// cold_start_supported = true).
+func coldStartEndpoints(eps []config.Endpoint) map[string]bool {
+	out := map[string]bool{}
+	for _, ep := range eps {
+		if ep.MCP != nil && ep.MCP.ColdStart {
+			out[ep.JID] = true
+		}
+	}
+	return out
 }
 
 // features merges feature lists, sorted and without duplicates, as XEP-0115

@@ -47,6 +47,11 @@ var suite struct {
 }
 
 func TestMain(m *testing.M) {
+	// The test binary is also the stdio MCP fixture server of the MCP
+	// tests (mcp_test.go).
+	if file := os.Getenv(mcpFixtureEnv); file != "" {
+		os.Exit(serveMCPFixture(file))
+	}
 	code, err := setup()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "integration setup:", err)

@@ -19,3 +19,21 @@ require_go() {
 		exit 1
 	fi
 }
+
+# The MCP reference server that the MCP tests run (docs/mcp.md), at the
+# version they were written against. It is installed from npm once into
+# demo/mcp-everything (ignored by git), or into $1; the path of its
+# dist/index.js is printed, for AGENTGW_MCP_EVERYTHING. npm's own output goes
+# to stderr.
+MCP_EVERYTHING_VERSION=2026.8.31
+install_mcp_everything() {
+	local prefix="${1:-demo/mcp-everything}"
+	local pkg="$prefix/node_modules/@modelcontextprotocol/server-everything"
+	if ! grep -qs "\"version\": \"$MCP_EVERYTHING_VERSION\"" "$pkg/package.json" || [ ! -f "$pkg/dist/index.js" ]; then
+		command -v npm >/dev/null || install_packages nodejs npm >&2
+		echo "installing @modelcontextprotocol/server-everything@$MCP_EVERYTHING_VERSION into $prefix" >&2
+		npm install --prefix "$prefix" --no-audit --no-fund --loglevel=error \
+			"@modelcontextprotocol/server-everything@$MCP_EVERYTHING_VERSION" >&2
+	fi
+	echo "$(cd "$pkg/dist" && pwd)/index.js"
+}

@@ -3,51 +3,164 @@ package taskd
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"sync"
+	"time"
 
 	"agentgw/config"
 	"agentgw/db"
+	"agentgw/mcpsync"
 	"agentgw/runtime"
 	"agentgw/runtime/builtin"
 	"agentgw/runtime/exec"
+	"agentgw/runtime/mcp"
 )
 
+// startSyncTimeout bounds the first imports of the mcp endpoints, which
+// Runtimes waits for (they run in parallel).
+const startSyncTimeout = 45 * time.Second
+
+// RuntimeOptions configures Runtimes.
+type RuntimeOptions struct {
+	// Availability, if set, hears whether the MCP server of each mcp
+	// endpoint is up (Gateway.Availability), so that presence follows.
+	Availability Availability
+	// Log receives the mcp endpoints' imports and availability changes.
+	Log *slog.Logger
+	// MCP, if set, may change the options of each mcp runtime before it
+	// is built (tests shorten timeouts with it).
+	MCP func(endpoint string, o *mcp.Options)
+}
+
+// Hosted is the runtime of every configured [[endpoint]], as Runtimes
+// built them.
+type Hosted struct {
+	// Runtimes maps an endpoint's bare JID to its runtime: the task
+	// service's Options.Runtimes.
+	Runtimes map[string]runtime.Runtime
+	// MCP holds the mcp endpoints, by bare JID.
+	MCP map[string]*mcpsync.Endpoint
+}
+
 // Runtimes builds the runtime of every configured [[endpoint]], keyed by
-// endpoint bare JID, and makes every builtin endpoint ready: its generated
-// manifest (builtin.Manifest) is registered with origin builtin and
-// activated. Its version derives from its content, so doing this at every
-// start changes nothing unless the demo tools changed. Errors name the
-// [[endpoint]] entry.
+// endpoint bare JID, and makes every builtin and mcp endpoint ready:
+//
+//   - builtin: its generated manifest (builtin.Manifest) is registered with
+//     origin builtin and activated. Its version derives from its content,
+//     so doing this at every start changes nothing unless the demo tools
+//     changed.
+//   - mcp: the MCP server's tool list is imported (mcpsync), the endpoints
+//     in parallel, waiting at most startSyncTimeout. A server that cannot
+//     be reached is logged and its endpoint keeps the version it had; it is
+//     imported once the server comes up. Presence follows each server
+//     through opts.Availability.
+//
+// Errors name the [[endpoint]] entry. Close the result to stop the MCP
+// servers, after the task service.
 //
 // A new runtime kind is added here, beside its configuration keys
 // (config.endpointRuntimes).
-func Runtimes(ctx context.Context, store *db.Store, endpoints []config.Endpoint) (map[string]runtime.Runtime, error) {
-	out := make(map[string]runtime.Runtime, len(endpoints))
+func Runtimes(ctx context.Context, store *db.Store, endpoints []config.Endpoint, opts RuntimeOptions) (*Hosted, error) {
+	h := &Hosted{Runtimes: make(map[string]runtime.Runtime, len(endpoints)), MCP: map[string]*mcpsync.Endpoint{}}
 	var demo *builtin.Runtime
 	for i, ep := range endpoints {
 		key := fmt.Sprintf("endpoint[%d]", i)
 		switch ep.Runtime {
 		case config.RuntimeBuiltin:
 			if err := RegisterBuiltin(ctx, store, ep.JID); err != nil {
+				h.Close()
 				return nil, fmt.Errorf("%s: %w", key, err)
 			}
 			if demo == nil {
 				demo = builtin.New(builtin.Options{})
 			}
-			out[ep.JID] = demo
+			h.Runtimes[ep.JID] = demo
 		case config.RuntimeExec:
 			rt, err := exec.New(exec.Options{
 				Command: ep.Command, Dir: ep.Dir, Env: ep.Env,
 				Grace: ep.Grace, KillGrace: ep.KillGrace,
 			})
 			if err != nil {
+				h.Close()
 				return nil, fmt.Errorf("%s.command: %w", key, err)
 			}
-			out[ep.JID] = rt
+			h.Runtimes[ep.JID] = rt
+		case config.RuntimeMCP:
+			eo := mcpsync.EndpointOptions{Availability: opts.Availability, Log: opts.Log}
+			if opts.MCP != nil {
+				jid := ep.JID
+				eo.Adjust = func(o *mcp.Options) { opts.MCP(jid, o) }
+			}
+			e, err := mcpsync.NewEndpoint(store, ep, eo)
+			if err != nil {
+				h.Close()
+				return nil, fmt.Errorf("%s: %w", key, err)
+			}
+			h.MCP[ep.JID] = e
+			h.Runtimes[ep.JID] = e.Runtime()
 		default:
+			h.Close()
 			return nil, fmt.Errorf("%s.runtime: %q is not available in this version", key, ep.Runtime)
 		}
 	}
-	return out, nil
+	// The first imports. Failures are logged by the endpoint and leave
+	// its active version as it was.
+	sctx, cancel := context.WithTimeout(ctx, startSyncTimeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, e := range h.MCP {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _ = e.Sync(sctx)
+		}()
+	}
+	wg.Wait()
+	return h, nil
+}
+
+// Availability wraps a, the task service's Options.Availability, so that
+// it ignores the mcp endpoints: their presence follows their MCP server
+// alone, not whether the runtime accepted a task (an mcp runtime accepts
+// every task and reports a server that is down as the task's failure).
+func (h *Hosted) Availability(a Availability) Availability {
+	if a == nil || len(h.MCP) == 0 {
+		return a
+	}
+	return selfReported{a: a, skip: h.MCP}
+}
+
+// selfReported passes on the reports of endpoints not in skip.
+type selfReported struct {
+	a    Availability
+	skip map[string]*mcpsync.Endpoint
+}
+
+func (s selfReported) MarkDown(ep string) {
+	if s.skip[ep] == nil {
+		s.a.MarkDown(ep)
+	}
+}
+
+func (s selfReported) MarkUp(ep string) {
+	if s.skip[ep] == nil {
+		s.a.MarkUp(ep)
+	}
+}
+
+// Close stops every MCP server. Close the task service first, so that
+// executions end before their servers do.
+func (h *Hosted) Close() error {
+	var wg sync.WaitGroup
+	for _, e := range h.MCP {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = e.Close()
+		}()
+	}
+	wg.Wait()
+	return nil
 }
 
 // RegisterBuiltin registers the demo manifest of a builtin endpoint at jid
