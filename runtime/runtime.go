@@ -32,7 +32,7 @@
 //     reported; Diagnostics may then be logged.
 //
 // The three runtimes are builtin (demo tools compiled in), exec (a local
-// command per task, documented in docs/exec-runtime.md) and mcp (a later
+// command per task, documented in docs/exec-runtime.md) and mcp (the
 // MCP bridge: tools/call, progress notifications as Progress, elicitation
 // as RequestInput, cancellation as notifications/cancelled, the whole
 // CallToolResult as Result.Raw, transport failure as a retryable Failure
@@ -56,7 +56,7 @@ const (
 	Builtin Kind = "builtin"
 	// Exec runs a local command per task (package runtime/exec).
 	Exec Kind = "exec"
-	// MCP bridges to an MCP server (a later issue).
+	// MCP bridges to an upstream MCP server (runtime/mcp, docs/mcp.md).
 	MCP Kind = "mcp"
 )
 
