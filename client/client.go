@@ -304,6 +304,9 @@ func (c *Client) IQ(ctx context.Context, typ, to, payload string) (string, error
 	if err != nil {
 		return "", fmt.Errorf("iq: payload: %w", err)
 	}
+	if err := ctx.Err(); err != nil {
+		return "", fmt.Errorf("iq %s to %s: %w", typ, to, err)
+	}
 	iq := stanza.IQ{ID: randomID(), To: toJID, Type: stanza.IQType(typ)}
 	ch := make(chan string, 1)
 	c.mu.Lock()

@@ -402,10 +402,18 @@ func testStateAndResult(t *testing.T) {
 	if _, errs, err := runClient(t, w, "alice", harness.HomeDomain, "result", demoEndpoint, taskID); err == nil || !strings.Contains(errs, "has not settled yet") {
 		t.Fatalf("result before settlement: %v %s", err, errs)
 	}
-	out, errs, err = runClient(t, w, "alice", harness.HomeDomain, "-json", "state", demoEndpoint, taskID)
+	// The task is detached as soon as it is accepted; the tool asks for
+	// input a moment later, so poll the authoritative state for it.
 	var st map[string]any
-	if err != nil || json.Unmarshal([]byte(out), &st) != nil || st["state"] != "input_required" {
-		t.Fatalf("state: %v\n%s%s", err, out, errs)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		out, errs, err = runClient(t, w, "alice", harness.HomeDomain, "-json", "state", demoEndpoint, taskID)
+		st = nil
+		if err == nil && json.Unmarshal([]byte(out), &st) == nil && st["state"] == "input_required" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("state: %v\n%s%s", err, out, errs)
+		}
 	}
 	if out, errs, err := runClient(t, w, "alice", harness.HomeDomain, "cancel", demoEndpoint, taskID); err != nil {
 		t.Fatalf("cancel: %v\n%s%s", err, out, errs)
