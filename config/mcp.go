@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"agentgw/internal/ident"
 )
 
 // Bounds and fixed values of the keys of runtime "mcp", as package
@@ -64,7 +66,7 @@ func mcpEndpoint(key, dir string, in EndpointFile, out *Endpoint, bad func(key, 
 	stdio := in.Command != nil
 	for k, kv := range in.Env {
 		name, _, ok := strings.Cut(kv, "=")
-		if !ok || !validEnvName(name) {
+		if !ok || !ident.EnvName(name) {
 			bad(fmt.Sprintf("%s.env[%d]", key, k), "must be KEY=value")
 			continue
 		}
@@ -72,7 +74,7 @@ func mcpEndpoint(key, dir string, in EndpointFile, out *Endpoint, bad func(key, 
 	}
 	for _, name := range sortedKeys(in.EnvFiles) {
 		k := key + ".env_files." + name
-		if !validEnvName(name) {
+		if !ident.EnvName(name) {
 			bad(k, "is not a valid environment variable name")
 			continue
 		}
@@ -82,7 +84,7 @@ func mcpEndpoint(key, dir string, in EndpointFile, out *Endpoint, bad func(key, 
 		m.EnvFiles[name] = readableFile(k, dir, in.EnvFiles[name], bad)
 	}
 	for k, name := range in.EnvPass {
-		if !validEnvName(name) {
+		if !ident.EnvName(name) {
 			bad(fmt.Sprintf("%s.env_pass[%d]", key, k), "is not a valid environment variable name")
 			continue
 		}
@@ -101,7 +103,7 @@ func mcpEndpoint(key, dir string, in EndpointFile, out *Endpoint, bad func(key, 
 	for _, h := range sortedKeys(in.HeaderFiles) {
 		k := key + ".header_files." + h
 		switch {
-		case !validHeaderName(h):
+		case !ident.HeaderName(h):
 			bad(k, "is not a valid header name")
 			continue
 		case slices.Contains(mcpReservedHeaders, http.CanonicalHeaderKey(h)):
@@ -262,40 +264,6 @@ func toolTimeout(key, s string, bad func(key, format string, args ...any)) time.
 		return 0
 	}
 	return d
-}
-
-// validEnvName reports whether k is a portable environment variable name.
-func validEnvName(k string) bool {
-	if k == "" {
-		return false
-	}
-	for i := 0; i < len(k); i++ {
-		c := k[i]
-		switch {
-		case c == '_', 'A' <= c && c <= 'Z', 'a' <= c && c <= 'z':
-		case '0' <= c && c <= '9' && i > 0:
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-// validHeaderName reports whether h is an RFC 9110 token.
-func validHeaderName(h string) bool {
-	if h == "" {
-		return false
-	}
-	for i := 0; i < len(h); i++ {
-		c := h[i]
-		switch {
-		case 'A' <= c && c <= 'Z', 'a' <= c && c <= 'z', '0' <= c && c <= '9':
-		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 func sortedKeys(m map[string]string) []string {

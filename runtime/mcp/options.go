@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"agentgw/internal/ident"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -177,12 +178,12 @@ func (o *Options) check() error {
 	}
 	for i, kv := range o.Env {
 		k, _, ok := strings.Cut(kv, "=")
-		if !ok || !validEnvName(k) {
+		if !ok || !ident.EnvName(k) {
 			return fmt.Errorf("mcp: env[%d]: must be KEY=value", i)
 		}
 	}
 	for k, p := range o.EnvFiles {
-		if !validEnvName(k) {
+		if !ident.EnvName(k) {
 			return fmt.Errorf("mcp: env_files: invalid variable name %q", k)
 		}
 		if _, err := readSecret(p); err != nil {
@@ -190,12 +191,12 @@ func (o *Options) check() error {
 		}
 	}
 	for _, k := range o.EnvPass {
-		if !validEnvName(k) {
+		if !ident.EnvName(k) {
 			return fmt.Errorf("mcp: env_pass: invalid variable name %q", k)
 		}
 	}
 	for h, p := range o.HeaderFiles {
-		if !validHeaderName(h) {
+		if !ident.HeaderName(h) {
 			return fmt.Errorf("mcp: header_files: invalid header name %q", h)
 		}
 		if slices.Contains(reservedHeaders, http.CanonicalHeaderKey(h)) {
@@ -254,39 +255,6 @@ func readSecret(path string) (string, error) {
 	s = strings.TrimSuffix(s, "\n")
 	s = strings.TrimSuffix(s, "\r")
 	return s, nil
-}
-
-func validEnvName(k string) bool {
-	if k == "" {
-		return false
-	}
-	for i := 0; i < len(k); i++ {
-		c := k[i]
-		switch {
-		case c == '_', 'A' <= c && c <= 'Z', 'a' <= c && c <= 'z':
-		case '0' <= c && c <= '9' && i > 0:
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-// validHeaderName reports whether h is an RFC 9110 token.
-func validHeaderName(h string) bool {
-	if h == "" {
-		return false
-	}
-	for i := 0; i < len(h); i++ {
-		c := h[i]
-		switch {
-		case 'A' <= c && c <= 'Z', 'a' <= c && c <= 'z', '0' <= c && c <= '9':
-		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 // validHeaderValue reports whether v may be sent as a header value: no
