@@ -1,18 +1,14 @@
 package task_test
 
 import (
-	"context"
 	"encoding/xml"
-	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"agentgw/internal/xsdtest"
 	"agentgw/manifest"
 	"agentgw/task"
 	"agentgw/wire"
@@ -202,81 +198,12 @@ func parse(t testing.TB, s string) wire.Element {
 	return el
 }
 
-// xsd batches the documents a test emits and validates them with one
-// xmllint run against testdata/agent-task.xsd when the test ends. Without
-// xmllint the check is skipped with a log line, unless
-// AGENTGW_REQUIRE_SERVERS is set: then it fails.
-var xsd struct {
-	once sync.Once
-	path string
-	mu   sync.Mutex
-	docs map[*testing.T][]string
-}
-
+// xsdCheck validates doc against testdata/agent-task.xsd when the test
+// ends (internal/xsdtest).
 func xsdCheck(t *testing.T, doc string) {
 	t.Helper()
-	xsd.once.Do(func() { xsd.path, _ = exec.LookPath("xmllint") })
-	if xsd.path == "" {
-		if os.Getenv("AGENTGW_REQUIRE_SERVERS") != "" {
-			t.Fatal("xmllint is not installed (libxml2-utils) and AGENTGW_REQUIRE_SERVERS is set")
-		}
-		t.Log("xmllint is not installed: XSD validation skipped")
-		return
-	}
-	xsd.mu.Lock()
-	defer xsd.mu.Unlock()
-	if xsd.docs == nil {
-		xsd.docs = make(map[*testing.T][]string)
-	}
-	if _, ok := xsd.docs[t]; !ok {
-		t.Cleanup(func() { runXmllint(t) })
-	}
-	xsd.docs[t] = append(xsd.docs[t], doc)
+	xsdtest.Check(t, agentTaskXSD, doc)
 }
 
-func runXmllint(t *testing.T) {
-	xsd.mu.Lock()
-	docs := xsd.docs[t]
-	delete(xsd.docs, t)
-	xsd.mu.Unlock()
-	if err := xmllint(docs); err != nil {
-		t.Errorf("XSD validation: %v", err)
-	}
-}
-
-// xmllint validates docs in one run; the error names the failing ones.
-func xmllint(docs []string) error {
-	if len(docs) == 0 {
-		return nil
-	}
-	dir, err := os.MkdirTemp("", "xsd")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	schema, err := filepath.Abs(filepath.Join("..", "testdata", "agent-task.xsd"))
-	if err != nil {
-		return err
-	}
-	args := []string{"--noout", "--nonet", "--schema", schema}
-	for i, d := range docs {
-		p := filepath.Join(dir, fmt.Sprintf("doc%03d.xml", i))
-		if err := os.WriteFile(p, []byte(d), 0o600); err != nil {
-			return err
-		}
-		args = append(args, p)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, xsd.path, args...).CombinedOutput()
-	if err != nil {
-		var bad []string
-		for i, d := range docs {
-			if strings.Contains(string(out), fmt.Sprintf("doc%03d.xml fails", i)) {
-				bad = append(bad, d)
-			}
-		}
-		return fmt.Errorf("%w\n%s\nfailing documents:\n%s", err, out, strings.Join(bad, "\n"))
-	}
-	return nil
-}
+// agentTaskXSD is the normative schema, copied from the spec.
+var agentTaskXSD = filepath.Join("..", "testdata", "agent-task.xsd")

@@ -6,15 +6,13 @@ import (
 	"encoding/xml"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"agentgw/db"
+	"agentgw/internal/xsdtest"
 	"agentgw/manifest"
 	"agentgw/policy"
 	"agentgw/runtime"
@@ -317,77 +315,11 @@ func failure(t testing.TB, payload []byte) runtime.Failure {
 	return p.Error
 }
 
-// xsdCheck validates one urn:xmpp:agent-task:0 document with xmllint
-// against testdata/agent-task.xsd. Without xmllint the check is skipped,
-// unless AGENTGW_REQUIRE_SERVERS is set.
+// xsdCheck validates one urn:xmpp:agent-task:0 document against
+// testdata/agent-task.xsd when the test ends (internal/xsdtest).
 func xsdCheck(t *testing.T, doc string) {
 	t.Helper()
-	xsd.once.Do(func() { xsd.path, _ = exec.LookPath("xmllint") })
-	if xsd.path == "" {
-		if os.Getenv("AGENTGW_REQUIRE_SERVERS") != "" {
-			t.Fatal("xmllint is not installed and AGENTGW_REQUIRE_SERVERS is set")
-		}
-		return
-	}
-	xsd.mu.Lock()
-	defer xsd.mu.Unlock()
-	if xsd.docs == nil {
-		xsd.docs = map[*testing.T][]string{}
-	}
-	if _, ok := xsd.docs[t]; !ok {
-		t.Cleanup(func() {
-			xsd.mu.Lock()
-			docs := xsd.docs[t]
-			delete(xsd.docs, t)
-			xsd.mu.Unlock()
-			if err := xmllint(docs); err != nil {
-				t.Errorf("XSD validation: %v", err)
-			}
-		})
-	}
-	xsd.docs[t] = append(xsd.docs[t], doc)
-}
-
-var xsd struct {
-	once sync.Once
-	path string
-	mu   sync.Mutex
-	docs map[*testing.T][]string
-}
-
-// xmllint validates docs in one run.
-func xmllint(docs []string) error {
-	if len(docs) == 0 {
-		return nil
-	}
-	dir, err := os.MkdirTemp("", "xsd")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	schema, err := filepath.Abs(filepath.Join("..", "testdata", "agent-task.xsd"))
-	if err != nil {
-		return err
-	}
-	args := []string{"--noout", "--nonet", "--schema", schema}
-	for i, d := range docs {
-		p := filepath.Join(dir, fmt.Sprintf("doc%03d.xml", i))
-		if err := os.WriteFile(p, []byte(d), 0o600); err != nil {
-			return err
-		}
-		args = append(args, p)
-	}
-	out, err := exec.Command(xsd.path, args...).CombinedOutput()
-	if err != nil {
-		var bad []string
-		for i, d := range docs {
-			if strings.Contains(string(out), fmt.Sprintf("doc%03d.xml fails", i)) {
-				bad = append(bad, d)
-			}
-		}
-		return fmt.Errorf("%w\n%s\nfailing:\n%s", err, out, strings.Join(bad, "\n"))
-	}
-	return nil
+	xsdtest.Check(t, filepath.Join("..", "testdata", "agent-task.xsd"), doc)
 }
 
 // scripted is a runtime the test drives: each Start or Resume hands the
