@@ -37,7 +37,6 @@ const (
 	TypeDirectory      = "agent-directory"
 	TypeEndpoint       = "agent-endpoint"
 	HashAlgo           = wire.HashAlgoSHA256
-	defaultPageSize    = 50
 )
 
 // GatewayFeatures are the features this package adds to the gateway's
@@ -99,43 +98,22 @@ func (s *Service) Items(ctx context.Context, pol *policy.Policy, requester jid.J
 	if err != nil {
 		return wire.ItemsResult{}, ErrBadRequest
 	}
-	page := db.Page{Max: s.pageSize(rsm.Max), After: rsm.After, Before: rsm.Before, Index: rsm.Index}
+	page := db.Page{Max: rsm.PageSize(s.PageMax), After: rsm.After, Before: rsm.Before, Index: rsm.Index}
 	scope := pol.VisibleScope(requester)
 	res, err := s.Store.Directory(ctx, db.Scope{All: scope.All, JIDs: scope.JIDs}, page)
 	if err != nil {
 		return wire.ItemsResult{}, err
 	}
-	out := wire.ItemsResult{Node: node, Set: &wire.RSMResult{Count: res.Count}}
+	out := wire.ItemsResult{Node: node}
 	for _, it := range res.Items {
 		out.Items = append(out.Items, wire.Item{JID: it.JID, Name: it.Name})
 	}
+	first, last := "", ""
 	if n := len(res.Items); n > 0 {
-		out.Set.HasItems = true
-		out.Set.First, out.Set.Last = res.Items[0].JID, res.Items[n-1].JID
-		if rsm.Index != nil {
-			i := *rsm.Index
-			out.Set.FirstIndex = &i
-		}
+		first, last = res.Items[0].JID, res.Items[n-1].JID
 	}
+	out.Set = rsm.Result(res.Count, len(res.Items), first, last)
 	return out, nil
-}
-
-// pageSize clamps a requested RSM max to the page cap.
-func (s *Service) pageSize(max *int) int {
-	limit := s.PageMax
-	if limit <= 0 {
-		limit = defaultPageSize
-	}
-	if max == nil {
-		if limit < defaultPageSize {
-			return limit
-		}
-		return defaultPageSize
-	}
-	if *max > limit {
-		return limit
-	}
-	return *max
 }
 
 // Endpoint returns the active version of endpoint, canonical bytes

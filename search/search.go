@@ -62,9 +62,6 @@ const (
 
 // Limits of a search request.
 const (
-	// defaultPageSize is the page size when the request has no RSM max,
-	// as for the directory.
-	defaultPageSize = 50
 	// maxNickBytes bounds the nick; a longer one is not-acceptable. It is
 	// longer than any title or name a manifest may have.
 	maxNickBytes = 1024
@@ -115,37 +112,21 @@ func (s *Service) Search(ctx context.Context, pol *policy.Policy, requester jid.
 	if req.RSM != nil {
 		rsm = *req.RSM
 	}
-	page := db.Page{Max: s.pageSize(rsm.Max), After: rsm.After, Before: rsm.Before, Index: rsm.Index}
+	page := db.Page{Max: rsm.PageSize(s.PageMax), After: rsm.After, Before: rsm.Before, Index: rsm.Index}
 	// The same visibility decision as the directory listing.
 	scope := pol.VisibleScope(requester)
 	found, err := s.Store.Search(ctx, db.Scope{All: scope.All, JIDs: scope.JIDs}, req.Nick, page)
 	if err != nil {
 		return Result{}, err
 	}
-	out := Result{Legacy: req.Legacy, Set: &wire.RSMResult{Count: found.Count}}
+	out := Result{Legacy: req.Legacy}
 	for _, it := range found.Items {
 		out.Items = append(out.Items, Item{JID: it.JID, Nick: it.Name})
 	}
+	first, last := "", ""
 	if n := len(found.Items); n > 0 {
-		out.Set.HasItems = true
-		out.Set.First, out.Set.Last = found.Items[0].JID, found.Items[n-1].JID
-		if rsm.Index != nil {
-			i := *rsm.Index
-			out.Set.FirstIndex = &i
-		}
+		first, last = found.Items[0].JID, found.Items[n-1].JID
 	}
+	out.Set = rsm.Result(found.Count, len(found.Items), first, last)
 	return out, nil
-}
-
-// pageSize clamps a requested RSM max to the page cap, as the directory
-// does.
-func (s *Service) pageSize(max *int) int {
-	limit := s.PageMax
-	if limit <= 0 {
-		limit = defaultPageSize
-	}
-	if max == nil {
-		return min(limit, defaultPageSize)
-	}
-	return min(*max, limit)
 }

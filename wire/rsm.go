@@ -121,3 +121,35 @@ func (r RSMResult) TokenReader() xml.TokenReader {
 		count,
 	)
 }
+
+// DefaultPageSize is the page size when a request has no <max/>.
+const DefaultPageSize = 50
+
+// PageSize is the page size to serve for r under the cap pageMax (a cap of
+// 0 or less means DefaultPageSize): a larger <max/> is clamped, and no
+// <max/> means DefaultPageSize, or the cap if smaller.
+func (r RSMRequest) PageSize(pageMax int) int {
+	if pageMax <= 0 {
+		pageMax = DefaultPageSize
+	}
+	if r.Max == nil {
+		return min(pageMax, DefaultPageSize)
+	}
+	return min(*r.Max, pageMax)
+}
+
+// Result is the <set/> answering r for a page whose items run from first
+// to last (n of them) out of count visible ones. The first item's index is
+// given when the request paged by <index/>.
+func (r RSMRequest) Result(count, n int, first, last string) *RSMResult {
+	set := &RSMResult{Count: count}
+	if n > 0 {
+		set.HasItems = true
+		set.First, set.Last = first, last
+		if r.Index != nil {
+			i := *r.Index
+			set.FirstIndex = &i
+		}
+	}
+	return set
+}

@@ -127,3 +127,24 @@ func TestReadElementLimits(t *testing.T) {
 		t.Fatalf("err = %v, want ErrTooLarge", err)
 	}
 }
+
+func TestPageSize(t *testing.T) {
+	for _, tc := range []struct {
+		max       *int
+		cap, want int
+	}{
+		{nil, 100, 50}, {nil, 10, 10}, {nil, 0, 50}, {ptr(500), 100, 100}, {ptr(0), 100, 0}, {ptr(7), 100, 7},
+	} {
+		if got := (wire.RSMRequest{Max: tc.max}).PageSize(tc.cap); got != tc.want {
+			t.Errorf("PageSize(max %v, cap %d) = %d, want %d", tc.max, tc.cap, got, tc.want)
+		}
+	}
+	idx := 3
+	set := wire.RSMRequest{Index: &idx}.Result(9, 2, "a", "b")
+	if !set.HasItems || *set.FirstIndex != 3 || set.First != "a" || set.Last != "b" || set.Count != 9 {
+		t.Errorf("Result = %+v", set)
+	}
+	if empty := (wire.RSMRequest{}).Result(9, 0, "", ""); empty.HasItems {
+		t.Errorf("empty page has items: %+v", empty)
+	}
+}
