@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -72,7 +73,7 @@ func mcpEndpoint(key, dir string, in EndpointFile, out *Endpoint, bad func(key, 
 		}
 		out.Env = append(out.Env, kv)
 	}
-	for _, name := range sortedKeys(in.EnvFiles) {
+	for _, name := range slices.Sorted(maps.Keys(in.EnvFiles)) {
 		k := key + ".env_files." + name
 		if !ident.EnvName(name) {
 			bad(k, "is not a valid environment variable name")
@@ -100,7 +101,7 @@ func mcpEndpoint(key, dir string, in EndpointFile, out *Endpoint, bad func(key, 
 			}
 		}
 	}
-	for _, h := range sortedKeys(in.HeaderFiles) {
+	for _, h := range slices.Sorted(maps.Keys(in.HeaderFiles)) {
 		k := key + ".header_files." + h
 		switch {
 		case !ident.HeaderName(h):
@@ -264,13 +265,4 @@ func toolTimeout(key, s string, bad func(key, format string, args ...any)) time.
 		return 0
 	}
 	return d
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

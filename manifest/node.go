@@ -4,6 +4,8 @@ import (
 	"encoding/base64"
 	"strings"
 	"unicode/utf8"
+
+	"agentgw/internal/ident"
 )
 
 // Namespaces and node prefixes from the ProtoXEP section "Protocol
@@ -25,19 +27,7 @@ const maxVersionBytes = 64
 // characters from [A-Za-z0-9._~-]. Versions are opaque, case-sensitive and
 // compared exactly.
 func ValidVersion(v string) bool {
-	if v == "" || len(v) > maxVersionBytes {
-		return false
-	}
-	for i := 0; i < len(v); i++ {
-		c := v[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case c == '.', c == '_', c == '~', c == '-':
-		default:
-			return false
-		}
-	}
-	return true
+	return ident.Unreserved(v, 1, maxVersionBytes)
 }
 
 // ValidToolName reports whether name is a valid tool name: nonempty, valid

@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+
+	"agentgw/internal/ident"
 )
 
 // Identifier grammar of "Invocation": 22 to 128 characters of
@@ -28,19 +30,7 @@ const (
 // ValidID reports whether s matches [A-Za-z0-9._~-]{22,128}, the grammar
 // of request, task, event and input request IDs.
 func ValidID(s string) bool {
-	if len(s) < minIDLen || len(s) > maxIDLen {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case c == '.', c == '_', c == '~', c == '-':
-		default:
-			return false
-		}
-	}
-	return true
+	return ident.Unreserved(s, minIDLen, maxIDLen)
 }
 
 // NewID returns prefix followed by 32 lowercase hex digits of 128 bits read

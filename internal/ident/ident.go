@@ -1,7 +1,7 @@
-// Package ident checks the names that configuration hands to child
-// processes and HTTP upstreams: environment variable names and header
-// names. The config loader and the mcp runtime both check them, with one
-// definition.
+// Package ident checks identifier grammars used in more than one place:
+// environment variable and header names (config and the mcp runtime), and
+// the unreserved-character grammar of API versions and task IDs (manifest
+// and task).
 package ident
 
 import "strings"
@@ -35,6 +35,25 @@ func HeaderName(h string) bool {
 		switch {
 		case 'A' <= c && c <= 'Z', 'a' <= c && c <= 'z', '0' <= c && c <= '9':
 		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// Unreserved reports whether s, of minLen to maxLen bytes, holds only the
+// RFC 3986 unreserved characters [A-Za-z0-9._~-]: the grammar of API
+// versions and of request, task and event IDs.
+func Unreserved(s string, minLen, maxLen int) bool {
+	if len(s) < minLen || len(s) > maxLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case c == '.', c == '_', c == '~', c == '-':
 		default:
 			return false
 		}

@@ -22,3 +22,18 @@ func TestNames(t *testing.T) {
 		}
 	}
 }
+
+func TestUnreserved(t *testing.T) {
+	for _, tc := range []struct {
+		s        string
+		min, max int
+		want     bool
+	}{
+		{"1.4.0", 1, 64, true}, {"", 1, 64, false}, {"a b", 1, 64, false}, {"A-z_0.~", 1, 64, true},
+		{"short", 22, 128, false}, {"req-0123456789abcdef012345", 22, 128, true}, {"é", 1, 64, false},
+	} {
+		if got := ident.Unreserved(tc.s, tc.min, tc.max); got != tc.want {
+			t.Errorf("Unreserved(%q, %d, %d) = %v", tc.s, tc.min, tc.max, got)
+		}
+	}
+}

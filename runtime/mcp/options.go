@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -288,7 +289,7 @@ func (o *Options) loadSecrets() (*secrets, error) {
 			s.values = append(s.values, v)
 		}
 	}
-	for _, k := range sortedKeys(o.EnvFiles) {
+	for _, k := range slices.Sorted(maps.Keys(o.EnvFiles)) {
 		v, err := readSecret(o.EnvFiles[k])
 		if err != nil {
 			return nil, fmt.Errorf("env_files.%s: %w", k, err)
@@ -302,7 +303,7 @@ func (o *Options) loadSecrets() (*secrets, error) {
 			add(v)
 		}
 	}
-	for _, h := range sortedKeys(o.HeaderFiles) {
+	for _, h := range slices.Sorted(maps.Keys(o.HeaderFiles)) {
 		v, err := readSecret(o.HeaderFiles[h])
 		if err != nil {
 			return nil, fmt.Errorf("header_files.%s: %w", h, err)
@@ -330,13 +331,4 @@ func (s *secrets) redact(text string) string {
 		text = strings.ReplaceAll(text, v, "[redacted]")
 	}
 	return text
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
