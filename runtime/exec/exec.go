@@ -152,7 +152,7 @@ func (r *Runtime) Start(ctx context.Context, call runtime.Call, rep runtime.Repo
 		exited:     make(chan struct{}),
 		stderrDone: make(chan struct{}),
 		done:       make(chan struct{}),
-		stderr:     &tail{max: r.opts.MaxStderrBytes},
+		stderr:     &runtime.Tail{Max: r.opts.MaxStderrBytes},
 		exitCode:   -1,
 		secrets:    secretStrings(call.Arguments, nil),
 	}
@@ -229,7 +229,7 @@ type execution struct {
 	lines      chan lineEvent // closed at the end of standard output
 	exited     chan struct{}  // closed when the process has exited
 	stderrDone chan struct{}
-	stderr     *tail
+	stderr     *runtime.Tail
 	done       chan struct{}
 }
 
@@ -266,7 +266,7 @@ func (e *execution) Diagnostics() runtime.Diagnostics {
 	e.mu.Lock()
 	code, note, secrets := e.exitCode, e.note, e.secrets
 	e.mu.Unlock()
-	return runtime.Diagnostics{ExitCode: code, Note: note, Stderr: e.stderr.text(secrets)}
+	return runtime.Diagnostics{ExitCode: code, Note: note, Stderr: e.stderr.Text(redactor(secrets))}
 }
 
 // setNote records why the execution ended abnormally; the first reason

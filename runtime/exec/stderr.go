@@ -4,9 +4,6 @@ import (
 	"encoding/json"
 	"sort"
 	"strings"
-	"sync"
-	"unicode"
-	"unicode/utf8"
 )
 
 // Redaction bounds: strings shorter than minSecretLen are too common to
@@ -18,47 +15,14 @@ const (
 	redacted     = "[redacted]"
 )
 
-// tail keeps the last max bytes written to it.
-type tail struct {
-	mu      sync.Mutex
-	max     int
-	buf     []byte
-	dropped bool
-}
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if over := len(t.buf) - t.max; over > 0 {
-		t.buf = append(t.buf[:0], t.buf[over:]...)
-		t.dropped = true
-	}
-	return len(p), nil
-}
-
-// text returns the kept bytes, redacted and made printable.
-func (t *tail) text(secrets []string) string {
-	t.mu.Lock()
-	s := string(t.buf)
-	dropped := t.dropped
-	t.mu.Unlock()
-	if dropped {
-		// The cut may have split a character or a secret.
-		if i := strings.IndexByte(s, '\n'); i >= 0 {
-			s = s[i+1:]
+// redactor replaces every secret with a marker, for runtime.Tail.Text.
+func redactor(secrets []string) func(string) string {
+	return func(s string) string {
+		for _, sec := range secrets {
+			s = strings.ReplaceAll(s, sec, redacted)
 		}
-		s = "[earlier output dropped]\n" + s
+		return s
 	}
-	for _, sec := range secrets {
-		s = strings.ReplaceAll(s, sec, redacted)
-	}
-	return strings.Map(func(r rune) rune {
-		if r == utf8.RuneError || r != '\n' && r != '\t' && unicode.IsControl(r) {
-			return '\uFFFD'
-		}
-		return r
-	}, strings.ToValidUTF8(s, "\uFFFD"))
 }
 
 // secretStrings returns the string values (not member names) of a JSON

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"agentgw/runtime"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -116,7 +117,7 @@ type session struct {
 	started         time.Time
 	done            chan struct{} // closed when the session has ended
 	stopping        atomic.Bool   // ended on purpose (idle, Close)
-	stderr          *tail
+	stderr          *runtime.Tail
 
 	mu          sync.Mutex
 	taskSupport map[string]string // tool name → execution.taskSupport, once listed
@@ -386,7 +387,7 @@ func (s *session) endReason() string {
 		msg = err.Error()
 	}
 	if s.stderr != nil {
-		if t := s.stderr.text(); t != "" {
+		if t := s.stderr.Text(s.secrets.redact); t != "" {
 			msg += "; stderr: " + t
 		}
 	}
@@ -414,7 +415,7 @@ func (r *Runtime) connect(ctx context.Context) (*session, error) {
 		if err != nil {
 			return nil, err
 		}
-		s.stderr = &tail{max: stderrTail, secrets: sec}
+		s.stderr = &runtime.Tail{Max: stderrTail}
 		cmd.Stderr = s.stderr
 		inner = &sdk.CommandTransport{Command: cmd, TerminateDuration: r.opts.TerminateGrace}
 	default:
@@ -437,7 +438,7 @@ func (r *Runtime) connect(ctx context.Context) (*session, error) {
 		if s.stderr != nil {
 			// A server that dies at once says why on standard error.
 			time.Sleep(50 * time.Millisecond)
-			if t := s.stderr.text(); t != "" {
+			if t := s.stderr.Text(s.secrets.redact); t != "" {
 				msg += "; stderr: " + t
 			}
 		}
