@@ -3,14 +3,12 @@ package integration
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -19,6 +17,7 @@ import (
 
 	"agentgw/client"
 	"agentgw/internal/harness"
+	"agentgw/internal/xsdtest"
 	"agentgw/task"
 	"agentgw/wire"
 
@@ -291,11 +290,8 @@ func (w *taskWire) trace(file string) {
 	}
 }
 
-// xmllintBatch bounds the files of one xmllint run.
-const xmllintBatch = 400
-
-// check validates every collected payload against the XSD, in a few
-// xmllint runs.
+// check validates every collected payload against the XSD
+// (internal/xsdtest).
 func (w *taskWire) check() {
 	w.drains.Wait()
 	w.mu.Lock()
@@ -304,8 +300,7 @@ func (w *taskWire) check() {
 	if len(docs) == 0 {
 		return
 	}
-	xmllint, err := exec.LookPath("xmllint")
-	if err != nil {
+	if _, err := exec.LookPath("xmllint"); err != nil {
 		if requireServers() {
 			w.t.Error("xmllint (libxml2-utils) is not installed and AGENTGW_REQUIRE_SERVERS is set")
 		} else {
@@ -313,26 +308,9 @@ func (w *taskWire) check() {
 		}
 		return
 	}
-	xsd, err := filepath.Abs("../testdata/agent-task.xsd")
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	dir := w.t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	for start := 0; start < len(docs); start += xmllintBatch {
-		args := []string{"--noout", "--nonet", "--schema", xsd}
-		for i, d := range docs[start:min(start+xmllintBatch, len(docs))] {
-			name := filepath.Join(dir, fmt.Sprintf("payload-%05d.xml", start+i))
-			if err := os.WriteFile(name, []byte(d), 0o600); err != nil {
-				w.t.Fatal(err)
-			}
-			args = append(args, name)
-		}
-		if out, err := exec.CommandContext(ctx, xmllint, args...).CombinedOutput(); err != nil {
-			w.t.Errorf("XSD validation of task payloads: %v\n%s", err, tail(string(out), 30))
-			return
-		}
+	if err := xsdtest.Validate("../testdata/agent-task.xsd", docs); err != nil {
+		w.t.Errorf("XSD validation of task payloads: %s", tail(err.Error(), 30))
+		return
 	}
 	w.t.Logf("%d task payloads valid against agent-task.xsd, %d JSON payloads against event.schema.json", len(docs), w.json)
 }

@@ -5,16 +5,15 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"agentgw/api"
 	"agentgw/internal/harness"
+	"agentgw/internal/xsdtest"
 	"agentgw/manifest"
 	"agentgw/wire"
 
@@ -33,35 +32,11 @@ const (
 // schema hashes do not depend on the JID, the manifest hash does.
 const forecastJID = "forecast@" + harness.ComponentDomain
 
-var (
-	xmllintOnce sync.Once
-	xmllintPath string
-)
-
 // xsdValidate validates one agent-api payload against testdata/agent-api.xsd
-// with xmllint. A missing xmllint fails the test when
-// AGENTGW_REQUIRE_SERVERS is set, and is only logged otherwise.
+// with xmllint when the test ends (internal/xsdtest).
 func xsdValidate(t testing.TB, doc string) {
 	t.Helper()
-	xmllintOnce.Do(func() { xmllintPath, _ = exec.LookPath("xmllint") })
-	if xmllintPath == "" {
-		if requireServers() {
-			t.Fatal("xmllint (libxml2-utils) is not installed and AGENTGW_REQUIRE_SERVERS is set")
-		}
-		t.Log("xmllint is not installed: XSD validation skipped")
-		return
-	}
-	xsd, err := filepath.Abs("../testdata/agent-api.xsd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, xmllintPath, "--noout", "--nonet", "--schema", xsd, "-")
-	cmd.Stdin = strings.NewReader(doc)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Errorf("XSD validation: %v\n%s\n%s", err, out, doc)
-	}
+	xsdtest.Check(t, "../testdata/agent-api.xsd", doc)
 }
 
 // apiResult checks that el is a result IQ whose payload is an agent-api
