@@ -1,4 +1,9 @@
 package db
 
-// QueueLen is the number of closures waiting for the group committer.
-func QueueLen(c *GroupCommitter) int { return len(c.ops) }
+// QueueLen is the number of closures waiting for the group committer,
+// besides the batch being committed.
+func QueueLen(c *GroupCommitter) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.queue)
+}

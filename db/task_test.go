@@ -255,6 +255,51 @@ func TestGroupCommitIsolatesClosures(t *testing.T) {
 	}
 }
 
+// TestGroupCommitSurvivesAPanickingHook: a hook that panics takes down
+// only the goroutine leading its batch; the lead passes on and later
+// closures commit.
+func TestGroupCommitSurvivesAPanickingHook(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t)
+	mustRegister(t, s, manifest("weather@agents.example", "1.0", "weather", "Weather"))
+	mustActivate(t, s, "weather@agents.example", "1.0")
+	// Not newCommitter: if the committer wedged, a cleanup's Close would
+	// wait for it for ever, so this test closes it only on success.
+	gc, err := s.NewGroupCommitter(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	panicked := make(chan any, 1)
+	go func() {
+		defer func() { panicked <- recover() }()
+		gc.Do(ctx, func(tx *db.TaskTx) error {
+			tx.OnCommit(func() { panic("hook bug") })
+			return insert(tx, taskRec("task-p", "req-p"))
+		})
+	}()
+	if r := <-panicked; r != "hook bug" {
+		t.Fatalf("recovered %v", r)
+	}
+	done := make(chan error, 1)
+	go func() {
+		done <- gc.Do(ctx, func(tx *db.TaskTx) error { return insert(tx, taskRec("task-q", "req-q")) })
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the committer is wedged after a panicking hook")
+	}
+	gc.Close()
+	for _, id := range []string{"task-p", "task-q"} {
+		if _, err := s.Task(ctx, id); err != nil {
+			t.Errorf("%s: %v", id, err)
+		}
+	}
+}
+
 // TestGroupCommitConcurrent: many callers at once all commit exactly their
 // own task, in fewer transactions than callers. Run with -race.
 func TestGroupCommitConcurrent(t *testing.T) {

@@ -45,11 +45,11 @@ type Admission struct {
 //  5. task.Machine.Prepare: tool (<item-not-found/>), stale hash
 //     (<conflict/>), I-JSON and input schema (<not-acceptable/>);
 //  6. task.Machine.Admit makes the new task (ID, deadline, retention) as
-//     of now, before the commit, so that the committer's goroutine only
-//     reads and writes; then in one group commit: the endpoint is still
-//     active with that version, the replay record (an identical replay
-//     returns the original task, a different request under its ID is
-//     <conflict/>), and only without one a deadline already passed
+//     of now, before the commit, so that the batch, which every
+//     admission shares, only reads and writes; then in one group commit:
+//     the endpoint is still active with that version, the replay record
+//     (an identical replay returns the original task, a different request
+//     under its ID is <conflict/>), and only without one a deadline already passed
 //     (<not-acceptable/>) or capacity (<resource-constraint/>), then the
 //     task row and its hold on the pinned version.
 //
@@ -75,9 +75,9 @@ func (s *Service) Invoke(ctx context.Context, pol *policy.Policy, from, to jid.J
 		return Admission{}, err
 	}
 
-	// The new task is made (ID, times) and encoded before the commit, on
-	// the caller's goroutine: the committer's goroutine, which every
-	// admission shares, only looks up the replay record and inserts. The
+	// The new task is made (ID, times) and encoded before the commit, by
+	// this caller alone: the batch, which every admission shares, only
+	// looks up the replay record and inserts. The
 	// admission instant is when the request was taken up.
 	fresh, freshErr := s.m.Admit(req, nil, s.clock.Now())
 	var freshRec db.TaskRecord

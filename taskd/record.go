@@ -126,15 +126,16 @@ func (s *Service) mutate(ctx context.Context, id string, cmd command) (task.Step
 	return step, answer
 }
 
-// committed runs on the committer's goroutine after a step of a known task
-// has committed (changed or not), in commit order: it queues the events for
-// sending and moves the task's timer, or, if the task settled, forgets it
-// and ends its execution. It must not block.
+// committed runs after a step of a known task has committed (changed or
+// not), in commit order: it moves the task's timer, or, if the task
+// settled, forgets it and ends its execution; then it queues the events
+// for sending, so that whoever sees an event sees the service already
+// following it. It must not block.
 func (s *Service) committed(step task.Step) {
+	s.follow(&step.Task)
 	if len(step.Events) > 0 {
 		s.publish(&step.Task, step.Events)
 	}
-	s.follow(&step.Task)
 }
 
 // publish queues events for the notifier: from the endpoint to the route
