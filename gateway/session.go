@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"runtime/debug"
 	"time"
 
 	"agentgw/ping"
@@ -103,6 +104,7 @@ func (g *Gateway) serve(ctx context.Context, sess *xmpp.Session, conn net.Conn) 
 	done := make(chan error, 1)
 	go func() { done <- sess.Serve(s.handler()) }()
 	go s.keepalive(g.cfg.PingInterval, g.cfg.PingTimeout, conn)
+	go s.releaseWhenIdle(idleRelease, debug.FreeOSMemory)
 
 	var err error
 	select {
@@ -176,6 +178,35 @@ func (g *Gateway) dial(ctx context.Context) (net.Conn, error) {
 // goes through the server and comes back to us, proving the whole path.
 // An unanswered ping closes the connection, which ends Serve and so starts a
 // reconnect. Pings never overlap.
+// idleRelease is how long the stream must be quiet before the gateway
+// hands its free heap back to the operating system.
+const idleRelease = time.Second
+
+// releaseWhenIdle calls release (debug.FreeOSMemory: return the free
+// memory of the Go heap to the operating system) once no stanza has come in
+// for quiet, and again after each later burst of traffic. The runtime alone keeps up to a heap goal's worth of
+// freed pages (at least 4 MB) resident for reuse, which for an appliance
+// that idles most of the time is most of its anonymous memory. The cost is
+// one collection of a small heap per quiet spell.
+func (s *session) releaseWhenIdle(quiet time.Duration, release func()) {
+	tick := time.NewTicker(quiet / 2)
+	defer tick.Stop()
+	released := int64(0) // s.lastNS when memory was last released
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-tick.C:
+		}
+		last := s.lastNS.Load()
+		if last == released || time.Since(time.Unix(0, last)) < quiet {
+			continue
+		}
+		release()
+		released = last
+	}
+}
+
 func (s *session) keepalive(interval, timeout time.Duration, conn net.Conn) {
 	tick := time.NewTicker(max(interval/4, 10*time.Millisecond))
 	defer tick.Stop()

@@ -50,23 +50,48 @@ func p50(d []time.Duration) time.Duration {
 }
 
 // BenchmarkFootprint reports the static binary's size and the resident set
-// of the gateway process, connected and idle with numAgents+1 endpoints.
+// of the gateway process, connected and idle with numAgents+1 endpoints:
+// first as started, then again idle after the benchmark's iterations, each
+// a directory page, a search and an endpoint's disco#info from alice (so
+// -benchtime 2000x is 6,000 requests of load).
 func BenchmarkFootprint(b *testing.B) {
 	need(b)
 	info, err := os.Stat(suite.bin)
 	if err != nil {
 		b.Fatal(err)
 	}
-	time.Sleep(2 * time.Second) // let it settle into idle
+	alice := login(b, "alice", harness.HomeDomain)
+	ctx := context.Background()
 	pid := suite.gateway.cmd.Process.Pid
-	rss, anon := procStatus(b, pid, "VmRSS:"), procStatus(b, pid, "RssAnon:")
-	for b.Loop() {
+	// Idle is a second with no stanza, after which the gateway hands its
+	// free heap back (gateway.idleRelease); wait a little longer.
+	idle := func() (rss, anon, file int64) {
+		time.Sleep(3 * time.Second)
+		return procStatus(b, pid, "VmRSS:"), procStatus(b, pid, "RssAnon:"), procStatus(b, pid, "RssFile:")
 	}
+	rss, anon, file := idle()
+	page := `<query xmlns='http://jabber.org/protocol/disco#items'><set xmlns='http://jabber.org/protocol/rsm'><max>50</max></set></query>`
+	for b.Loop() {
+		for _, q := range [][3]string{
+			{"get", harness.ComponentDomain, page},
+			{"set", harness.ComponentDomain, searchForm("weath")},
+			{"get", "weather@" + harness.ComponentDomain, discoInfo},
+		} {
+			if raw, err := alice.IQ(ctx, q[0], q[1], q[2]); err != nil || !strings.Contains(raw, "result") {
+				b.Fatalf("%v %.300s", err, raw)
+			}
+		}
+	}
+	b.StopTimer()
+	loadedRSS, loadedAnon, _ := idle()
 	b.ReportMetric(float64(info.Size())/1e6, "binary-MB")
 	b.ReportMetric(float64(rss)/1e6, "idle-RSS-MB")
 	// Most of the RSS is the binary's own pages, mapped from the file and
 	// shared; RssAnon is what the process itself allocated.
 	b.ReportMetric(float64(anon)/1e6, "idle-anon-MB")
+	b.ReportMetric(float64(file)/1e6, "idle-file-MB")
+	b.ReportMetric(float64(loadedRSS)/1e6, "after-load-idle-RSS-MB")
+	b.ReportMetric(float64(loadedAnon)/1e6, "after-load-idle-anon-MB")
 }
 
 // procStatus reads a size field (VmRSS:, RssAnon:) of a process from
