@@ -209,9 +209,17 @@ type gatewayProc struct {
 	upCh chan struct{}
 }
 
+// startGateway starts `agentgw serve` on the suite's configuration and
+// waits for its component stream.
 func startGateway(ctx context.Context) (*gatewayProc, error) {
+	return startGatewayWith(ctx, suite.config)
+}
+
+// startGatewayWith starts `agentgw serve -config config` and waits for its
+// component stream.
+func startGatewayWith(ctx context.Context, config string) (*gatewayProc, error) {
 	g := &gatewayProc{done: make(chan struct{}), upCh: make(chan struct{}, 16)}
-	g.cmd = exec.Command(suite.bin, "serve", "-config", suite.config)
+	g.cmd = exec.Command(suite.bin, "serve", "-config", config)
 	stderr, err := g.cmd.StderrPipe()
 	if err != nil {
 		return nil, err

@@ -124,6 +124,14 @@ listen:
   -
     port: %d
     ip: %s
+    module: ejabberd_service
+    shaper: none
+    hosts:
+      %s:
+        password: %s
+  -
+    port: %d
+    ip: %s
     module: ejabberd_http
     request_handlers:
       /api: mod_http_api
@@ -149,6 +157,7 @@ modules:
 `, e.logLevel, yq(e.RemoteDomain), yq(e.ejabberdPEM), yq(e.CACertFile),
 		portOf(e.EjabberdC2S), yq(host),
 		portOf(e.EjabberdS2S), yq(host),
+		portOf(e.EjabberdComponentAddr), yq(host), yq(RemoteComponentDomain), yq(e.ComponentSecret),
 		portOf(e.EjabberdHTTP), yq(host))
 	if err := writeFile(p.config, []byte(cfg), 0o600); err != nil {
 		return err
@@ -195,7 +204,7 @@ func (e *Env) startEjabberdLocked(ctx context.Context) error {
 	proc.logs = []string{p.log, filepath.Join(p.logDir, "error.log")}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	err = waitListening(ctx, proc, e.EjabberdC2S, e.EjabberdS2S, e.EjabberdHTTP)
+	err = waitListening(ctx, proc, e.EjabberdC2S, e.EjabberdS2S, e.EjabberdHTTP, e.EjabberdComponentAddr)
 	if err == nil {
 		// ejabberd binds its ports early but accepts connections only once
 		// fully started: a listening port is not a ready server.

@@ -35,6 +35,10 @@ const (
 	ComponentDomain = "agents.example"
 	// RemoteDomain is ejabberd's host with the remote (federated) users.
 	RemoteDomain = "remote.example"
+	// RemoteComponentDomain is ejabberd's XEP-0114 component, for a gateway
+	// hosted by ejabberd rather than Prosody. Only ejabberd's own users
+	// reach it (no DNS record, no certificate for it).
+	RemoteComponentDomain = "agents.remote.example"
 
 	// ProsodyIP is the loopback address Prosody listens on.
 	ProsodyIP = "127.0.0.11"
@@ -80,6 +84,9 @@ type Env struct {
 	EjabberdC2S  string `json:"ejabberd_c2s,omitempty"`  // host:port; empty without ejabberd
 	EjabberdS2S  string `json:"ejabberd_s2s,omitempty"`  // host:port; empty without ejabberd
 	EjabberdHTTP string `json:"ejabberd_http,omitempty"` // host:port of mod_http_api (/api/...)
+	// EjabberdComponentAddr is host:port of ejabberd's XEP-0114 listener
+	// for RemoteComponentDomain, whose secret is ComponentSecret too.
+	EjabberdComponentAddr string `json:"ejabberd_component_addr,omitempty"`
 	DNSAddr      string `json:"dns_addr"`                // ip:port (UDP) of the DNS responder
 
 	// CACertFile is the PEM file of the test CA that signed both servers'
@@ -199,7 +206,7 @@ func (e *Env) pickAddrs(ejabberd bool) error {
 		}
 	}
 	if ejabberd {
-		for _, d := range []*string{&e.EjabberdC2S, &e.EjabberdS2S, &e.EjabberdHTTP} {
+		for _, d := range []*string{&e.EjabberdC2S, &e.EjabberdS2S, &e.EjabberdHTTP, &e.EjabberdComponentAddr} {
 			if err := tcp(EjabberdIP, d); err != nil {
 				return err
 			}
