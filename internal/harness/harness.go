@@ -87,7 +87,7 @@ type Env struct {
 	// EjabberdComponentAddr is host:port of ejabberd's XEP-0114 listener
 	// for RemoteComponentDomain, whose secret is ComponentSecret too.
 	EjabberdComponentAddr string `json:"ejabberd_component_addr,omitempty"`
-	DNSAddr      string `json:"dns_addr"`                // ip:port (UDP) of the DNS responder
+	DNSAddr               string `json:"dns_addr"` // ip:port (UDP) of the DNS responder
 
 	// CACertFile is the PEM file of the test CA that signed both servers'
 	// certificates; trust it to use STARTTLS against the servers.
