@@ -516,3 +516,47 @@ func TestTaskAdmissionLookup(t *testing.T) {
 		t.Errorf("inactive endpoint: %v", err)
 	}
 }
+
+// TestTaskAdmitNew: the one-statement admission inserts a task only if its
+// endpoint is active with the pinned version and its replay record is
+// free; otherwise it inserts nothing and changes nothing.
+func TestTaskAdmitNew(t *testing.T) {
+	ctx := context.Background()
+	s, _, gc := withWeather(t)
+	admit := func(rec db.TaskRecord) (bool, error) {
+		var ok bool
+		err := gc.Do(ctx, func(tx *db.TaskTx) error {
+			var err error
+			ok, err = tx.AdmitNew(rec)
+			return err
+		})
+		return ok, err
+	}
+	first := taskRec("task-1", "req-1")
+	if ok, err := admit(first); !ok || err != nil {
+		t.Fatalf("fresh admission: %v %v", ok, err)
+	}
+	if got, err := s.Task(ctx, "task-1"); err != nil || string(got.Doc) != string(first.Doc) || !got.NextWake.Equal(first.NextWake) {
+		t.Fatalf("stored %+v %v", got, err)
+	}
+	// The same replay record under another task ID: nothing.
+	if ok, err := admit(taskRec("task-2", "req-1")); ok || err != nil {
+		t.Errorf("replay admitted again: %v %v", ok, err)
+	}
+	unknown := taskRec("task-3", "req-3")
+	unknown.APIVersion = "9.9"
+	if ok, err := admit(unknown); ok || err != nil {
+		t.Errorf("unknown version: %v %v", ok, err)
+	}
+	if err := s.Deactivate(ctx, "weather@agents.example"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := admit(taskRec("task-4", "req-4")); ok || err != nil {
+		t.Errorf("inactive endpoint: %v %v", ok, err)
+	}
+	for _, id := range []string{"task-2", "task-3", "task-4"} {
+		if _, err := s.Task(ctx, id); !errors.Is(err, db.ErrNotFound) {
+			t.Errorf("%s stored: %v", id, err)
+		}
+	}
+}

@@ -94,6 +94,26 @@ func (s *Service) Invoke(ctx context.Context, pol *policy.Policy, from, to jid.J
 	)
 	err = s.gc.Do(ctx, func(tx *db.TaskTx) error {
 		adm, answer = task.Admission{}, nil
+		if freshErr == nil && capErr == nil {
+			// The common case in one statement: pinnable and no replay
+			// record. If it inserts nothing, the lookup below says why.
+			ok, err := tx.AdmitNew(freshRec)
+			if err != nil {
+				return err
+			}
+			if ok {
+				adm = fresh
+				t := fresh.Task
+				tx.OnCommit(func() {
+					s.mu.Lock()
+					s.reserved--
+					reserved = false
+					s.addLiveLocked(&t)
+					s.mu.Unlock()
+				})
+				return nil
+			}
+		}
 		rec, found, err := tx.Admission(target, req.APIVersion, req.Caller, req.RequestID)
 		if err != nil {
 			return err
@@ -122,19 +142,9 @@ func (s *Service) Invoke(ctx context.Context, pol *policy.Policy, from, to jid.J
 		if answer = capErr; answer != nil {
 			return nil
 		}
-		if err := tx.InsertTask(freshRec); err != nil {
-			return err
-		}
-		adm = fresh
-		t := fresh.Task
-		tx.OnCommit(func() {
-			s.mu.Lock()
-			s.reserved--
-			reserved = false
-			s.addLiveLocked(&t)
-			s.mu.Unlock()
-		})
-		return nil
+		// AdmitNew inserted nothing although the endpoint is pinnable
+		// and no replay record exists, in the same transaction.
+		return errors.New("taskd: admission: the task was neither inserted nor found")
 	})
 	if reserved {
 		// Reserved, but no new task was committed.
