@@ -162,6 +162,12 @@ type GroupCommitter struct {
 
 	stmtsClosed sync.Once
 
+	// HookPanic, if set before the first Do, receives what an OnCommit
+	// hook panicked with, after every closure of its batch has its
+	// outcome. If it is nil, the panic is raised again on the goroutine of
+	// the caller that led that batch, once the lead has passed on.
+	HookPanic func(v any)
+
 	batches, commits atomic.Int64
 }
 
@@ -253,8 +259,9 @@ func (c *GroupCommitter) lead() {
 
 	handed := false
 	defer func() {
-		// Whatever happens to this goroutine (a hook that panics), the
-		// closures waiting get an outcome and the lead passes on.
+		// A fault outside the closures and hooks (which are recovered):
+		// the closures still waiting get an error and the lead passes on,
+		// so that no caller waits for ever.
 		if !handed {
 			for _, op := range batch {
 				if !op.done {
@@ -266,11 +273,18 @@ func (c *GroupCommitter) lead() {
 			c.handOff()
 		}
 	}()
-	c.commit(batch)
+	hookPanic := c.commit(batch)
 	// The batch buffer is the next leader's once the lead is handed on.
 	clear(batch)
 	handed = true
 	c.handOff()
+	if hookPanic != nil {
+		// Every closure has its own outcome and the lead has passed on.
+		if c.HookPanic == nil {
+			panic(hookPanic)
+		}
+		c.HookPanic(hookPanic)
+	}
 }
 
 // handOff passes the lead to the oldest queued closure, or gives it up.
@@ -320,8 +334,10 @@ func (c *GroupCommitter) closeStmts() {
 }
 
 // commit runs one batch and reports every outcome, in commit order: each
-// closure's hooks run before its caller is told.
-func (c *GroupCommitter) commit(batch []*commitOp) {
+// closure's hooks run before its caller is told. A hook that panics does
+// not stop the others, nor change any outcome (its closure committed);
+// the first such panic is returned for lead to report.
+func (c *GroupCommitter) commit(batch []*commitOp) (hookPanic any) {
 	c.batches.Add(1)
 	c.commits.Add(int64(len(batch)))
 	ctx := context.Background()
@@ -333,11 +349,21 @@ func (c *GroupCommitter) commit(batch []*commitOp) {
 		}
 		if op.err == nil {
 			for _, h := range op.hooks {
-				h()
+				if p := runHook(h); p != nil && hookPanic == nil {
+					hookPanic = p
+				}
 			}
 		}
 		c.finish(op)
 	}
+	return hookPanic
+}
+
+// runHook runs h and returns what it panicked with, if anything.
+func runHook(h func()) (panicked any) {
+	defer func() { panicked = recover() }()
+	h()
+	return nil
 }
 
 // runBatch runs every closure of batch in one transaction and commits it.

@@ -255,9 +255,10 @@ func TestGroupCommitIsolatesClosures(t *testing.T) {
 	}
 }
 
-// TestGroupCommitSurvivesAPanickingHook: a hook that panics takes down
-// only the goroutine leading its batch; the lead passes on and later
-// closures commit.
+// TestGroupCommitSurvivesAPanickingHook: with no HookPanic handler, a
+// hook that panics takes down only the goroutine leading its batch, after
+// the lead has passed on; its closure committed, and later closures
+// commit.
 func TestGroupCommitSurvivesAPanickingHook(t *testing.T) {
 	ctx := context.Background()
 	s, _ := newStore(t)
@@ -297,6 +298,82 @@ func TestGroupCommitSurvivesAPanickingHook(t *testing.T) {
 		if _, err := s.Task(ctx, id); err != nil {
 			t.Errorf("%s: %v", id, err)
 		}
+	}
+}
+
+// TestGroupCommitFollowerHookPanics: when the hook of one closure in a
+// batch panics, every caller of the batch still gets its own outcome, the
+// other hooks run, and the panic goes to HookPanic, not to the caller
+// that happened to lead.
+func TestGroupCommitFollowerHookPanics(t *testing.T) {
+	ctx := context.Background()
+	s, _, gc := withWeather(t)
+	reported := make(chan any, 4)
+	gc.HookPanic = func(v any) { reported <- v }
+
+	// Hold a first batch so that x, p and q queue up and form the next
+	// batch, led by x.
+	release := make(chan struct{})
+	entered := make(chan struct{})
+	go gc.Do(ctx, func(*db.TaskTx) error {
+		close(entered)
+		<-release
+		return nil
+	})
+	<-entered
+	var mu sync.Mutex
+	ran := map[string]bool{}
+	errs := make([]error, 3)
+	var wg sync.WaitGroup
+	for i, name := range []string{"x", "p", "q"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() {
+				if r := recover(); r != nil {
+					errs[i] = fmt.Errorf("Do of %s panicked: %v", name, r)
+				}
+			}()
+			errs[i] = gc.Do(ctx, func(tx *db.TaskTx) error {
+				tx.OnCommit(func() {
+					if name == "p" {
+						panic("hook bug")
+					}
+					mu.Lock()
+					ran[name] = true
+					mu.Unlock()
+				})
+				return insert(tx, taskRec("task-"+name, "req-"+name))
+			})
+		}()
+		for db.QueueLen(gc) <= i {
+			runtime.Gosched()
+		}
+	}
+	close(release)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("caller %d: %v", i, err)
+		}
+	}
+	for _, name := range []string{"x", "p", "q"} {
+		if _, err := s.Task(ctx, "task-"+name); err != nil {
+			t.Errorf("task-%s: %v", name, err)
+		}
+	}
+	mu.Lock()
+	if !ran["x"] || !ran["q"] {
+		t.Errorf("hooks that ran: %v", ran)
+	}
+	mu.Unlock()
+	select {
+	case v := <-reported:
+		if v != "hook bug" {
+			t.Errorf("HookPanic got %v", v)
+		}
+	default:
+		t.Error("HookPanic was not called")
 	}
 }
 

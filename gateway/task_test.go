@@ -7,12 +7,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"agentgw/db"
 	"agentgw/gateway"
+	"agentgw/internal/testclock"
 	"agentgw/internal/xsdtest"
 	"agentgw/manifest"
 	"agentgw/runtime"
@@ -27,58 +27,12 @@ const demoJID = "demo@" + domain
 // taskT0 is the fixed time of the task tests.
 var taskT0 = time.Date(2026, 7, 27, 19, 14, 1, 0, time.UTC)
 
-// stepClock is a fixed clock whose After channels fire when Advance
-// passes their instant.
-type stepClock struct {
-	mu      sync.Mutex
-	now     time.Time
-	waiters []stepWaiter
-}
-
-type stepWaiter struct {
-	at time.Time
-	ch chan time.Time
-}
-
-func (c *stepClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *stepClock) After(d time.Duration) <-chan time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	ch := make(chan time.Time, 1)
-	if d <= 0 {
-		ch <- c.now
-		return ch
-	}
-	c.waiters = append(c.waiters, stepWaiter{c.now.Add(d), ch})
-	return ch
-}
-
-func (c *stepClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-	kept := c.waiters[:0]
-	for _, w := range c.waiters {
-		if w.at.After(c.now) {
-			kept = append(kept, w)
-		} else {
-			w.ch <- c.now
-		}
-	}
-	c.waiters = kept
-}
-
 // taskEnv is a gateway with the task service attached, serving the
 // builtin demo endpoint, against the fake server.
 type taskEnv struct {
 	*env
 	t     *testing.T
-	clock *stepClock
+	clock *testclock.Clock
 	svc   *taskd.Service
 	man   *manifest.Manifest
 	steps chan chan time.Time
@@ -100,7 +54,7 @@ func startTasks(t *testing.T) *taskEnv {
 	t.Helper()
 	srv := newFakeServer(t)
 	cfg := testConfig(t, srv.ln.Addr().String(), taskConfig)
-	clock := &stepClock{now: taskT0}
+	clock := testclock.New(taskT0)
 	store, err := db.Open(context.Background(), filepath.Join(t.TempDir(), "gw.db"))
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"agentgw/db"
+	"agentgw/internal/testclock"
 	"agentgw/internal/xsdtest"
 	"agentgw/manifest"
 	"agentgw/policy"
@@ -34,54 +35,6 @@ const (
 	alice = "alice@example.org/laptop"
 )
 
-// fakeClock is a settable clock whose After channels fire when Advance
-// passes their instant.
-type fakeClock struct {
-	mu      sync.Mutex
-	now     time.Time
-	waiters []waiter
-}
-
-type waiter struct {
-	at time.Time
-	ch chan time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) After(d time.Duration) <-chan time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	ch := make(chan time.Time, 1)
-	at := c.now.Add(d)
-	if !at.After(c.now) {
-		ch <- c.now
-		return ch
-	}
-	c.waiters = append(c.waiters, waiter{at, ch})
-	return ch
-}
-
-// Advance moves the clock and fires every timer now due.
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-	kept := c.waiters[:0]
-	for _, w := range c.waiters {
-		if w.at.After(c.now) {
-			kept = append(kept, w)
-			continue
-		}
-		w.ch <- c.now
-	}
-	c.waiters = kept
-}
-
 // sent is one notification the service sent.
 type sent struct {
 	from, to jid.JID
@@ -94,7 +47,7 @@ type env struct {
 	t      *testing.T
 	path   string
 	store  *db.Store
-	clock  *fakeClock
+	clock  *testclock.Clock
 	svc    *taskd.Service
 	opts   taskd.Options
 	man    *manifest.Manifest
@@ -119,7 +72,7 @@ func newEnv(t *testing.T, opts ...option) *env {
 	e := &env{
 		t:      t,
 		path:   filepath.Join(t.TempDir(), "agentgw.db"),
-		clock:  &fakeClock{now: t0},
+		clock:  testclock.New(t0),
 		events: make(chan sent, 1024),
 		steps:  make(chan chan time.Time, 64),
 	}

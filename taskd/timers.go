@@ -69,7 +69,7 @@ func (s *Service) timerLoop() {
 		s.armed = time.Time{}
 		if len(s.wakes) > 0 {
 			s.armed = s.wakes[0].wake
-			fire = s.clock.After(s.armed.Sub(s.clock.Now()))
+			fire = s.clock.Until(s.armed)
 		}
 		s.mu.Unlock()
 		select {
