@@ -219,8 +219,12 @@ func (s *Store) NewGroupCommitter(ctx context.Context, maxBatch int) (*GroupComm
 // leader's goroutine, in commit order, before Do returns.
 //
 // ctx bounds only the wait for a place in the queue: once queued, fn runs
-// and Do reports its outcome.
+// and Do reports its outcome. Neither fn nor its hooks may call Do or
+// Close: they run while their batch holds the lead.
 func (c *GroupCommitter) Do(ctx context.Context, fn func(tx *TaskTx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	select {
 	case c.slots <- struct{}{}:
 	case <-ctx.Done():
