@@ -97,6 +97,11 @@ type Store struct {
 
 	// hotReads are hotReads prepared on the reader pool (see tx.go).
 	hotReads map[string]*sql.Stmt
+
+	// mem is the search index in memory (search_mem.go); sqlSearchOnly
+	// turns it off (tests compare the two).
+	mem           memSearch
+	sqlSearchOnly bool
 }
 
 // Open opens (creating if needed) the database at path and brings its schema
@@ -195,7 +200,11 @@ func (s *Store) beginWrite(ctx context.Context) (*txn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newTxn(tx, s.Now().UTC()), nil
+	t := newTxn(tx, s.Now().UTC())
+	// Any write may have changed the directory: the next search checks
+	// the search generation (search_mem.go).
+	t.committed = s.mem.markDirty
+	return t, nil
 }
 
 // beginRead starts a deferred transaction on a reader connection, so that

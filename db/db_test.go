@@ -156,6 +156,7 @@ var frozenSchemas = []struct {
 	{2, "testdata/schema-v2.sql"},
 	{3, "testdata/schema-v3.sql"},
 	{4, "testdata/schema-v4.sql"},
+	{5, "testdata/schema-v5.sql"},
 }
 
 func TestOpenUpgradesFrozenSchemas(t *testing.T) {

@@ -49,6 +49,8 @@ var migrations = []string{
 	taskMigration,
 	// 4 → 5: the imports of mcp endpoints (mcp.go).
 	mcpImportMigration,
+	// 5 → 6: the search index's generation counter (search_mem.go).
+	searchGenerationMigration,
 }
 
 // migrate brings the database behind writer to len(migrations). It holds the

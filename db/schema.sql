@@ -256,3 +256,29 @@ CREATE TABLE mcp_import (
 ) STRICT, WITHOUT ROWID;
 
 CREATE UNIQUE INDEX mcp_import_latest ON mcp_import (endpoint_jid) WHERE latest = 1;
+
+-- The search index's generation (search_mem.go): every change of
+-- search_text moves it on, so that a copy of the index held in memory knows
+-- with one primary-key read that it is stale, whichever process made the
+-- change.
+CREATE TABLE search_generation (
+	id INTEGER NOT NULL PRIMARY KEY CHECK (id = 1),
+	n  INTEGER NOT NULL
+) STRICT;
+
+INSERT INTO search_generation (id, n) VALUES (1, 0);
+
+CREATE TRIGGER search_generation_insert AFTER INSERT ON search_text
+BEGIN
+	UPDATE search_generation SET n = n + 1 WHERE id = 1;
+END;
+
+CREATE TRIGGER search_generation_update AFTER UPDATE ON search_text
+BEGIN
+	UPDATE search_generation SET n = n + 1 WHERE id = 1;
+END;
+
+CREATE TRIGGER search_generation_delete AFTER DELETE ON search_text
+BEGIN
+	UPDATE search_generation SET n = n + 1 WHERE id = 1;
+END;

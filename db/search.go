@@ -264,6 +264,15 @@ func (s *Store) Search(ctx context.Context, sc Scope, query string, p Page) (Sea
 		}
 		return SearchPage{Items: page.Items, Count: page.Count}, nil
 	}
+	if !s.sqlSearchOnly {
+		idx, err := s.memIndexFor(ctx)
+		if err != nil {
+			return SearchPage{}, err
+		}
+		if !idx.tooBig {
+			return idx.search(sc, folded, p), nil
+		}
+	}
 	var scope string // JSON array of the visible JIDs, unless sc.All
 	if !sc.All {
 		jids := visibleJIDs(sc.JIDs)

@@ -25,3 +25,11 @@ var (
 	SearchText = searchText
 	TextGrams  = textGrams
 )
+
+// SQLSearchOnly makes Search ask SQLite even where the in-memory index
+// would answer (search_mem.go), so tests can compare the two.
+func SQLSearchOnly(s *Store) { s.sqlSearchOnly = true }
+
+// MemRecheck is how long the in-memory search index is trusted without a
+// check, absent writes through the same Store.
+const MemRecheck = memRecheck

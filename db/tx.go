@@ -23,6 +23,8 @@ type txn struct {
 	// hot holds the reader pool's statements prepared at Open (reads
 	// only; nil for writes).
 	hot map[string]*sql.Stmt
+	// committed, if set, runs after a successful commit.
+	committed func()
 }
 
 // newTxn wraps tx.
@@ -91,7 +93,13 @@ func (t *txn) queryRow(ctx context.Context, query string, args ...any) *sql.Row 
 
 // commit commits the transaction, closing its statements.
 func (t *txn) commit() error {
-	return t.tx.Commit()
+	if err := t.tx.Commit(); err != nil {
+		return err
+	}
+	if t.committed != nil {
+		t.committed()
+	}
+	return nil
 }
 
 // rollback aborts the transaction unless it was committed. Every method
