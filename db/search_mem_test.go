@@ -2,6 +2,7 @@ package db_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
@@ -146,4 +147,54 @@ func TestMemSearchFollowsChanges(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Logf("another process's deactivation searched after %v", time.Since(start).Round(time.Millisecond))
+}
+
+// TestMemSearchConcurrent: searches running while endpoints are activated
+// and deactivated see a consistent index (run with -race); once the writes
+// stop, every search sees the final directory.
+func TestMemSearchConcurrent(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t)
+	for i := range 20 {
+		mustRegister(t, s, manifest(fmt.Sprintf("a%02d@agents.example", i), "1.0", fmt.Sprintf("a%02d", i), "Concurrent Agent"))
+	}
+	done := make(chan struct{})
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			for {
+				select {
+				case <-done:
+					errs <- nil
+					return
+				default:
+				}
+				page, err := s.Search(ctx, db.Scope{All: true}, "concurrent", db.Page{Max: 100})
+				if err != nil || page.Count != len(page.Items) {
+					errs <- fmt.Errorf("search: %+v %v", page, err)
+					return
+				}
+			}
+		}()
+	}
+	for round := range 5 {
+		for i := range 20 {
+			j := fmt.Sprintf("a%02d@agents.example", i)
+			if (i+round)%2 == 0 {
+				mustActivate(t, s, j, "1.0")
+			} else if err := s.Deactivate(ctx, j); err != nil && !errors.Is(err, db.ErrNotFound) {
+				t.Fatal(err)
+			}
+		}
+	}
+	close(done)
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	page, err := s.Search(ctx, db.Scope{All: true}, "concurrent", db.Page{Max: 100})
+	if err != nil || page.Count != 10 || len(page.Items) != 10 {
+		t.Errorf("final search: %d items, count %d, %v", len(page.Items), page.Count, err)
+	}
 }
