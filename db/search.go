@@ -255,6 +255,10 @@ type SearchPage struct {
 // countExactLimit postings: its count is then extrapolated from a sample
 // and CountEstimated is set. A scoped count is always exact and costs the
 // length of the scope.
+//
+// A non-empty query is answered from the in-memory copy of the index when
+// the directory has at most maxMemIndexed endpoints (search_mem.go), with
+// the same answers as the SQL path.
 func (s *Store) Search(ctx context.Context, sc Scope, query string, p Page) (SearchPage, error) {
 	folded := SearchFold(query)
 	if folded == "" {
