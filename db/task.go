@@ -90,14 +90,10 @@ const (
 		FROM task WHERE id = ?`
 	sqlTaskByRequest = `SELECT id, caller, target, request_id, api_version, state, terminal, revision, next_wake, doc
 		FROM task WHERE caller = ? AND target = ? AND request_id = ?`
-	sqlPinnable = `SELECT 1 FROM manifest_version AS m JOIN active_endpoint AS a ON a.jid = m.endpoint_jid
-		WHERE m.endpoint_jid = ? AND m.version = ?`
 	sqlAdmission = `SELECT EXISTS (SELECT 1 FROM manifest_version AS m JOIN active_endpoint AS a ON a.jid = m.endpoint_jid
 			WHERE m.endpoint_jid = ?1 AND m.version = ?2),
 		t.id, t.caller, t.target, t.request_id, t.api_version, t.state, t.terminal, t.revision, t.next_wake, t.doc
 		FROM (SELECT 1) AS one LEFT JOIN task AS t ON t.caller = ?3 AND t.target = ?1 AND t.request_id = ?4`
-	sqlInsertTask = `INSERT INTO task (id, caller, target, request_id, api_version, state, terminal, revision, next_wake, doc)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	sqlAdmitNew = `INSERT INTO task (id, caller, target, request_id, api_version, state, terminal, revision, next_wake, doc)
 		SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10
 		WHERE EXISTS (SELECT 1 FROM manifest_version AS m JOIN active_endpoint AS a ON a.jid = m.endpoint_jid
@@ -124,7 +120,7 @@ const (
 // taskWrites are prepared on the writer pool by every GroupCommitter.
 var taskWrites = []string{
 	sqlSavepoint, sqlRelease, sqlRollback,
-	sqlTaskByID, sqlTaskByRequest, sqlPinnable, sqlAdmission, sqlInsertTask, sqlAdmitNew,
+	sqlTaskByID, sqlTaskByRequest, sqlAdmission, sqlAdmitNew,
 	sqlUpdateTask, sqlInsertEvent, sqlPutInput, sqlInputByID,
 	sqlPurgeableTask, sqlDeleteEvents, sqlDeleteInputs, sqlDeleteTask,
 }
@@ -456,24 +452,9 @@ func (t *TaskTx) TaskByRequest(caller, target, requestID string) (TaskRecord, er
 	return scanTask(t.tx.queryRow(t.ctx, sqlTaskByRequest, caller, target, requestID))
 }
 
-// Pinnable returns ErrNotFound unless the endpoint is active and has the
-// version: what an invocation may pin, checked in the admission's own
-// transaction.
-func (t *TaskTx) Pinnable(endpoint, version string) error {
-	var one int
-	err := t.tx.queryRow(t.ctx, sqlPinnable, endpoint, version).Scan(&one)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return fmt.Errorf("db: %s has no version %s or is not active: %w", endpoint, version, ErrNotFound)
-	case err != nil:
-		return fmt.Errorf("db: pinnable: %w", err)
-	}
-	return nil
-}
-
 // Admission makes both reads of an admission in one statement: whether
-// the endpoint is active and has the version (else ErrNotFound, as
-// Pinnable), and the replay record of (caller, endpoint, request ID), the
+// the endpoint is active and has the version (else ErrNotFound), and the
+// replay record of (caller, endpoint, request ID), the
 // task it admitted, if any (found reports it).
 func (t *TaskTx) Admission(endpoint, version, caller, requestID string) (prior TaskRecord, found bool, err error) {
 	var (
@@ -497,21 +478,6 @@ func (t *TaskTx) Admission(endpoint, version, caller, requestID string) (prior T
 		APIVersion: apiVersion.String, State: state.String, Terminal: terminal.Int64 != 0,
 		Revision: revision.Int64, NextWake: time.Unix(0, wake.Int64).UTC(), Doc: doc,
 	}, true, nil
-}
-
-// InsertTask inserts a new task. The row itself holds the version it
-// pinned (Target, APIVersion) until the task is purged, so that the version
-// cannot be removed while the task or its replay record exists; no separate
-// hold row is written, which keeps an admission to the fewest B-tree pages
-// (each one is a write-ahead-log frame in the fsync). Call Pinnable first in
-// the same closure: a version that is not registered fails the foreign key,
-// a plain error.
-func (t *TaskTx) InsertTask(rec TaskRecord) error {
-	if _, err := t.tx.exec(t.ctx, sqlInsertTask, rec.ID, rec.Caller, rec.Target, rec.RequestID, rec.APIVersion,
-		rec.State, boolInt(rec.Terminal), rec.Revision, rec.NextWake.UnixNano(), rec.Doc); err != nil {
-		return fmt.Errorf("db: insert task: %w", err)
-	}
-	return nil
 }
 
 // AdmitNew inserts rec, a new task, in one statement with both checks of

@@ -177,7 +177,7 @@ func (s *Service) Invoke(ctx context.Context, pol *policy.Policy, from, to jid.J
 // A version already parsed is taken from the cache without asking the
 // store: versions are immutable, and the admission transaction checks
 // again, authoritatively, that the endpoint is active and has the version
-// (db.TaskTx.Pinnable). So a deactivated endpoint whose version is cached
+// (db.TaskTx.AdmitNew). So a deactivated endpoint whose version is cached
 // may answer an authorized caller's invalid request with its validity
 // error rather than <item-not-found/>; an unauthorized one never gets that
 // far.
