@@ -24,6 +24,7 @@ const usage = `usage: agentgw COMMAND [flags] [args]
 
 commands:
   serve -config FILE                      run the gateway
+  version                                 version, commit, Go version and build settings
   check-config -config FILE               validate a configuration file
   manifest hash [-config FILE] FILE.json  validate a manifest; print JID VERSION sha-256 HASH
   endpoint register -config FILE [-activate] MANIFEST.json
@@ -91,6 +92,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return endpoint(ctx, rest[0], rest[1:], stdout)
 	case "client":
 		return runClient(ctx, rest, stdout, stderr)
+	case "version", "-version", "--version":
+		return printVersion(stdout)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
