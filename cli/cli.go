@@ -24,6 +24,8 @@ const usage = `usage: agentgw COMMAND [flags] [args]
 
 commands:
   serve -config FILE                      run the gateway
+  init -domain DOMAIN [-server HOST:PORT] DIR
+                                          write a starter config, secret and database; print the server snippets
   version                                 version, commit, Go version and build settings
   check-config -config FILE               validate a configuration file
   manifest hash [-config FILE] FILE.json  validate a manifest; print JID VERSION sha-256 HASH
@@ -92,6 +94,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return endpoint(ctx, rest[0], rest[1:], stdout)
 	case "client":
 		return runClient(ctx, rest, stdout, stderr)
+	case "init":
+		return initDir(ctx, rest, stdout)
 	case "version", "-version", "--version":
 		return printVersion(stdout)
 	case "help", "-h", "-help", "--help":
