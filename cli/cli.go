@@ -29,7 +29,8 @@ commands:
   version                                 version, commit, Go version and build settings
   check-config -config FILE               validate a configuration file
   manifest hash [-config FILE] FILE.json  validate a manifest; print JID VERSION sha-256 HASH
-  endpoint register -config FILE [-activate] MANIFEST.json
+  endpoint register -config FILE [-activate] FILE.json|DIR...
+                                          register manifests (a DIR: its *.json); a summary ends a bulk run
   endpoint activate -config FILE JID VERSION
   endpoint deactivate -config FILE JID
   endpoint list -config FILE
@@ -91,7 +92,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if len(rest) == 0 {
 			return fmt.Errorf("%w: endpoint needs a subcommand", errUsage)
 		}
-		return endpoint(ctx, rest[0], rest[1:], stdout)
+		return endpoint(ctx, rest[0], rest[1:], stdout, stderr)
 	case "client":
 		return runClient(ctx, rest, stdout, stderr)
 	case "init":
