@@ -406,14 +406,18 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	level := map[string]slog.Level{"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError}[cfg.LogLevel]
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	log := newLogger(cfg, stderr)
 
 	store, err := db.Open(ctx, cfg.DatabasePath)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
+	mctx, stopMetrics := context.WithCancel(ctx)
+	defer stopMetrics()
+	if err := startMetrics(mctx, cfg, store, log); err != nil {
+		return err
+	}
 	gw := gateway.New(cfg, store, log)
 	hosted, err := taskd.Runtimes(ctx, store, cfg.Endpoints, taskd.RuntimeOptions{Availability: gw.Availability(), Log: log})
 	if err != nil {

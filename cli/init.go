@@ -260,8 +260,10 @@ name = "Agent Gateway"
 path = %[5]q
 
 [log]
-# debug, info, warn or error; format "text" or "json".
+# debug, info, warn or error.
 level = "info"
+# "text" (key=value lines) or "json" (one object a line, for a log shipper).
+format = "text"
 
 [policy]
 # Denies by default: until you add grants, nobody sees or invokes anything.

@@ -53,6 +53,7 @@ type File struct {
 	Gateway   Gateway   `toml:"gateway"`
 	Database  Database  `toml:"database"`
 	Log       Log       `toml:"log"`
+	Metrics   Metrics   `toml:"metrics"`
 	Policy    Policy    `toml:"policy"`
 	Tasks     Tasks     `toml:"tasks"`
 	// Endpoints are the [[endpoint]] tables: hosted endpoints and the
@@ -92,7 +93,13 @@ type Database struct {
 // Log is the [log] table.
 type Log struct {
 	Level    string `toml:"level"`
+	Format   string `toml:"format"`
 	DebugXML bool   `toml:"debug_xml"`
+}
+
+// Metrics is the [metrics] table: the optional Prometheus listener.
+type Metrics struct {
+	Listen string `toml:"listen"`
 }
 
 // Policy is the [policy] table.
@@ -170,7 +177,7 @@ func Defaults() File {
 			RateBurst:            DefaultRateBurst,
 		},
 		Database: Database{Path: "agentgw.db"},
-		Log:      Log{Level: "info"},
+		Log:      Log{Level: "info", Format: "text"},
 		Tasks: Tasks{
 			Retention:      "24h",
 			DefaultTimeout: "1h",
@@ -205,7 +212,12 @@ type Config struct {
 
 	DatabasePath string
 	LogLevel     string
-	DebugXML     bool
+	// LogFormat is "text" or "json" (log/slog's handlers).
+	LogFormat string
+	DebugXML  bool
+	// MetricsListen is the host:port of the Prometheus text-format
+	// listener; empty (the default) starts none.
+	MetricsListen string
 
 	Policy *policy.Policy
 
@@ -463,7 +475,22 @@ func (f File) Validate(dir, path string) (*Config, error) {
 	default:
 		bad("log.level", "must be one of debug, info, warn, error")
 	}
+	switch f.Log.Format {
+	case "text", "json":
+		c.LogFormat = f.Log.Format
+	default:
+		bad("log.format", "must be \"text\" or \"json\"")
+	}
 	c.DebugXML = f.Log.DebugXML
+
+	// [metrics]
+	if l := f.Metrics.Listen; l != "" {
+		if _, port, err := net.SplitHostPort(l); err != nil || port == "" {
+			bad("metrics.listen", "must be host:port, such as \"127.0.0.1:9464\"")
+		} else {
+			c.MetricsListen = l
+		}
+	}
 
 	// [policy]
 	c.Policy = f.Policy.build(c.Domain.Domainpart(), bad)

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"agentgw/metrics"
 	"agentgw/wire"
 
 	"mellium.im/xmlstream"
@@ -198,7 +199,9 @@ func (s *session) handle(req *Request) {
 			s.replyError(req, errInternal)
 		}
 	}()
+	start := time.Now()
 	payload, err := s.g.route(s.ctx, req)
+	metrics.IQ(req.Payload.Start.Name.Space, err, time.Since(start))
 	if err != nil {
 		s.replyError(req, err)
 		return
@@ -214,6 +217,7 @@ const quickReplies = 256
 // reject answers req with err without doing any work for it. The read loop
 // never writes itself; a full queue drops the reply.
 func (s *session) reject(req *Request, err error) {
+	metrics.IQ(req.Payload.Start.Name.Space, err, -1)
 	s.quick(func() { s.replyError(req, err) })
 }
 

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"agentgw/db"
+	"agentgw/metrics"
 	"agentgw/task"
 	"agentgw/taskd"
 
@@ -67,6 +68,7 @@ func taskInvoke(g *Gateway, ctx context.Context, req *Request) (xml.TokenReader,
 		return nil, errServiceUnavailable
 	}
 	adm, err := svc.Invoke(ctx, g.Policy(), req.From, req.To, req.Payload)
+	metrics.Admission(err, adm.Dispatch == nil)
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"agentgw/metrics"
 	"agentgw/ping"
 
 	"mellium.im/xmpp"
@@ -45,6 +46,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 		// Equal jitter: half the delay fixed, half random, so a restarted
 		// server is not hit by every gateway at the same instant.
 		wait := delay/2 + rand.N(delay/2+1)
+		metrics.StreamReconnects.Inc()
 		g.log.Warn("component stream down; reconnecting", "server", g.cfg.Server, "err", err, "in", wait.Round(time.Millisecond))
 		select {
 		case <-ctx.Done():

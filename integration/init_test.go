@@ -2,8 +2,13 @@ package integration
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -32,21 +37,19 @@ func snippetAfter(t *testing.T, out, header string) string {
 	return body + "\n"
 }
 
-// TestInitQuickStart is the README's quick start against a Prosody of its
-// own: agentgw init into an empty directory, check-config, the printed
-// Prosody snippet pasted as a conf.d file (it reads the secret from init's
-// file), then serve comes up as the component and answers disco#info. A
-// second init over the same directory refuses and changes nothing.
-func TestInitQuickStart(t *testing.T) {
-	need(t)
-	env := harness.StartT(t, harness.Options{})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+// quickStart is the README's quick start against a Prosody of its own:
+// agentgw init into an empty directory, check-config, the printed Prosody
+// snippet pasted as a conf.d file (it reads the secret from init's file),
+// then serve, with the written configuration changed by edit (if not nil). It returns
+// the environment, init's directory and output, the gateway and alice
+// (home.example) logged in.
+func quickStart(t *testing.T, ctx context.Context, edit func(string) string) (env *harness.Env, dir, out string, g *gatewayProc, alice *client.Client) {
+	t.Helper()
+	env = harness.StartT(t, harness.Options{})
 	if err := env.Register(ctx, "alice", harness.HomeDomain, password); err != nil {
 		t.Fatal(err)
 	}
-
-	dir := filepath.Join(t.TempDir(), "agentgw")
+	dir = filepath.Join(t.TempDir(), "agentgw")
 	out, err := agentgw(ctx, "init", "-domain", initDomain, "-server", env.ComponentAddr, dir)
 	if err != nil {
 		t.Fatalf("init: %v\n%s", err, out)
@@ -75,17 +78,37 @@ func TestInitQuickStart(t *testing.T) {
 	if _, err := env.IncludeProsodyConfig(ctx, initDomain+".cfg.lua", snippet); err != nil {
 		t.Fatalf("prosody with the snippet: %v", err)
 	}
+	if edit != nil {
+		b, err := os.ReadFile(config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(config, []byte(edit(string(b))), 0o640); err != nil {
+			t.Fatal(err)
+		}
+	}
 
-	g, err := startGatewayWith(ctx, config)
+	g, err = startGatewayWith(ctx, config)
 	if err != nil {
 		t.Fatalf("serve: %v", err)
 	}
 	t.Cleanup(g.stop)
-	alice, err := client.Dial(ctx, env.ProsodyC2S, jid.MustParse("alice@"+harness.HomeDomain), password)
+	alice, err = client.Dial(ctx, env.ProsodyC2S, jid.MustParse("alice@"+harness.HomeDomain), password)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer alice.Close()
+	t.Cleanup(func() { alice.Close() })
+	return env, dir, out, g, alice
+}
+
+// TestInitQuickStart: after the quick start, serve answers disco#info as
+// the component the snippet declared. A second init over the same
+// directory refuses and changes nothing.
+func TestInitQuickStart(t *testing.T) {
+	need(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	env, dir, _, g, alice := quickStart(t, ctx, nil)
 	raw, err := alice.IQ(ctx, "get", initDomain, discoInfo)
 	if err != nil {
 		t.Fatalf("disco#info: %v\n%s", err, g.logText())
@@ -108,5 +131,110 @@ func TestInitQuickStart(t *testing.T) {
 		if b, _ := os.ReadFile(filepath.Join(dir, f)); string(b) != want {
 			t.Errorf("%s changed by the refused init", f)
 		}
+	}
+}
+
+// scrape returns the metrics the gateway serves.
+func scrape(t *testing.T, addr string) string {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("scrape: %v %s", err, resp.Status)
+	}
+	return string(b)
+}
+
+// sample returns the value of the sample whose line starts with series
+// (name and labels), or -1.
+func sample(text, series string) float64 {
+	for _, line := range strings.Split(text, "\n") {
+		if v, ok := strings.CutPrefix(line, series+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err == nil {
+				return f
+			}
+		}
+	}
+	return -1
+}
+
+// TestMetrics: with [metrics] listen set and JSON logs, the listener comes
+// up, and its counters move after a few requests: IQs by kind and outcome
+// with their latencies, a task admitted and committed, tasks by state.
+func TestMetrics(t *testing.T) {
+	need(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	port := freePort(t)
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	demo := "demo@" + initDomain
+	// Logs in JSON; [metrics] and a builtin endpoint alice may call are
+	// added.
+	extra := fmt.Sprintf(`
+[metrics]
+listen = %q
+
+[[endpoint]]
+jid = %q
+runtime = "builtin"
+
+[[policy.visibility]]
+principals = [%q]
+endpoints = ["*"]
+
+[[policy.invoke]]
+principals = [%q]
+endpoints = [%q]
+tools = ["*"]
+`, addr, demo, harness.HomeDomain, harness.HomeDomain, demo)
+	env, _, _, g, alice := quickStart(t, ctx, func(c string) string {
+		if !strings.Contains(c, "\nformat = \"text\"\n") {
+			t.Fatalf("init's [log] has no format = \"text\":\n%s", c)
+		}
+		return strings.Replace(c, "\nformat = \"text\"\n", "\nformat = \"json\"\n", 1) + extra
+	})
+	if !strings.Contains(g.logText(), `"msg":"metrics listening"`) {
+		t.Fatalf("no metrics listener in the log:\n%s", g.logText())
+	}
+
+	before := scrape(t, addr)
+	for i := 0; i < 3; i++ {
+		if _, err := alice.IQ(ctx, "get", initDomain, discoInfo); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := alice.IQ(ctx, "get", "nobody@"+initDomain, discoInfo); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, suite.bin, "client", "-jid", "alice@"+harness.HomeDomain, "-server", env.ProsodyC2S,
+		"call", demo, "echo", `{"text":"counted"}`)
+	cmd.Env = append(os.Environ(), "AGENTGW_PASSWORD="+password)
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "counted") {
+		t.Fatalf("call: %v\n%s\n%s", err, out, g.logText())
+	}
+	after := scrape(t, addr)
+
+	moved := func(series string, by float64) {
+		t.Helper()
+		b, a := max(sample(before, series), 0), sample(after, series)
+		if a-b < by {
+			t.Errorf("%s: %v before, %v after; want it up by %v", series, b, a, by)
+		}
+	}
+	moved(`agentgw_iq_requests_total{kind="disco_info",outcome="result"}`, 3)
+	moved(`agentgw_iq_requests_total{kind="disco_info",outcome="item-not-found"}`, 1)
+	moved(`agentgw_iq_duration_seconds_count{kind="disco_info"}`, 4)
+	moved(`agentgw_iq_requests_total{kind="agent_task",outcome="result"}`, 1)
+	moved(`agentgw_task_admissions_total{outcome="accepted"}`, 1)
+	moved(`agentgw_task_commits_total`, 1)
+	moved(`agentgw_task_commit_batch_size_count`, 1)
+	moved(`agentgw_tasks{state="completed"}`, 1)
+	if sample(after, "agentgw_stream_reconnects_total") != 0 {
+		t.Errorf("reconnects without a lost stream:\n%s", after)
 	}
 }
