@@ -83,7 +83,9 @@ func initDir(ctx context.Context, args []string, stdout io.Writer) (err error) {
 		}
 	}()
 	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
-		if err := os.MkdirAll(dir, 0o750); err != nil {
+		// 0755, as the unit's StateDirectoryMode: the XMPP server must
+		// reach the secret file, and the files keep their own modes.
+		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return fmt.Errorf("init: %w", err)
 		}
 		created = append(created, dir)
