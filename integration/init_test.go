@@ -165,7 +165,8 @@ func sample(text, series string) float64 {
 
 // TestMetrics: with [metrics] listen set and JSON logs, the listener comes
 // up, and its counters move after a few requests: IQs by kind and outcome
-// with their latencies, a task admitted and committed, tasks by state.
+// with their latencies, a task admitted and committed, tasks by state, and
+// a reconnect after Prosody restarts.
 func TestMetrics(t *testing.T) {
 	need(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -236,5 +237,16 @@ tools = ["*"]
 	moved(`agentgw_tasks{state="completed"}`, 1)
 	if sample(after, "agentgw_stream_reconnects_total") != 0 {
 		t.Errorf("reconnects without a lost stream:\n%s", after)
+	}
+
+	// A lost component stream is counted once the gateway redials.
+	if err := env.RestartProsody(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.waitUp(ctx); err != nil {
+		t.Fatalf("no reconnect: %v\n%s", err, g.logText())
+	}
+	if n := sample(scrape(t, addr), "agentgw_stream_reconnects_total"); n < 1 {
+		t.Errorf("agentgw_stream_reconnects_total = %v after a Prosody restart", n)
 	}
 }
