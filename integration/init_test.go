@@ -250,3 +250,70 @@ tools = ["*"]
 		t.Errorf("agentgw_stream_reconnects_total = %v after a Prosody restart", n)
 	}
 }
+
+// TestInitEjabberd: init's ejabberd listener, pasted under listen: of a
+// real ejabberd, with the printed one-liner filling in the secret (pointed
+// at the harness's ejabberd.yml, and without ejabberdctl reload_config,
+// since the harness restarts ejabberd itself): serve comes up as
+// ejabberd's component and bob, ejabberd's user, gets its disco#info.
+func TestInitEjabberd(t *testing.T) {
+	need(t)
+	env := harness.StartT(t, harness.Options{Ejabberd: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if err := env.Register(ctx, "bob", harness.RemoteDomain, password); err != nil {
+		t.Fatal(err)
+	}
+	const domain = "gw." + harness.RemoteDomain
+	dir := filepath.Join(t.TempDir(), "agentgw")
+	server := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	out, err := agentgw(ctx, "init", "-domain", domain, "-server", server, dir)
+	if err != nil {
+		t.Fatalf("init: %v\n%s", err, out)
+	}
+	section := snippetAfter(t, out, "== ejabberd")
+	items, rest, ok := strings.Cut(section, "then put the secret")
+	if !ok {
+		t.Fatalf("ejabberd section:\n%s", section)
+	}
+	_, oneLiner, _ := strings.Cut(rest, "\n")
+	oneLiner, _, ok = strings.Cut(strings.TrimSpace(oneLiner), " && ejabberdctl reload_config")
+	if !ok || !strings.HasPrefix(oneLiner, "sed -i ") {
+		t.Fatalf("ejabberd one-liner: %q", oneLiner)
+	}
+	err = env.AddEjabberdListeners(ctx, items, func(path string) error {
+		cmd := strings.Replace(oneLiner, "/etc/ejabberd/ejabberd.yml", path, 1)
+		if out, err := exec.CommandContext(ctx, "sh", "-c", cmd).CombinedOutput(); err != nil {
+			return fmt.Errorf("%s: %v: %s", cmd, err, out)
+		}
+		yml, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if strings.Contains(string(yml), "@AGENTGW_SECRET@") {
+			return fmt.Errorf("the one-liner left the placeholder")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("ejabberd with the listener: %v", err)
+	}
+
+	g, err := startGatewayWith(ctx, filepath.Join(dir, "agentgw.toml"))
+	if err != nil {
+		t.Fatalf("serve: %v", err)
+	}
+	t.Cleanup(g.stop)
+	bob, err := client.Dial(ctx, env.EjabberdC2S, jid.MustParse("bob@"+harness.RemoteDomain), password)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bob.Close()
+	raw, err := bob.IQ(ctx, "get", domain, discoInfo)
+	if err != nil {
+		t.Fatalf("disco#info: %v\n%s", err, g.logText())
+	}
+	if !strings.Contains(raw, `type="result"`) || !strings.Contains(raw, `type="agent-gateway"`) {
+		t.Errorf("disco#info: %s", raw)
+	}
+}
