@@ -29,7 +29,7 @@ func (e *Env) AddEjabberdListeners(ctx context.Context, items string, edit func(
 	// The listen: list ends where the next top-level key starts.
 	cfg, rest, ok := strings.Cut(string(raw), "\napi_permissions:")
 	if !ok {
-		return errors.New("ejabberd config: no api_permissions: after listen:")
+		return errors.New("ejabberd config: no api_permissions key after the listen list")
 	}
 	cfg = cfg + "\n" + strings.TrimRight(items, "\n") + "\napi_permissions:" + rest
 	if err := writeFile(path, []byte(cfg), 0o600); err != nil {
