@@ -31,15 +31,15 @@ func (e errRefused) Error() string {
 }
 
 // registerAll registers the manifests named by args: files, and
-// directories standing for the *.json files under them. One file keeps the
-// historic output (a line per registration and activation). More files get
+// directories standing for the *.json files under them. One file argument
+// keeps the historic output (a line per registration and activation). More files get
 // a progress line on a terminal (stderr) and a summary on stdout:
 // registered, unchanged, refused with each file and its reason. A bad file
 // never stops the rest; the run fails if any was refused. Registration is
 // idempotent: identical content again is "unchanged".
 func registerAll(ctx context.Context, cfg *config.Config, store *db.Store, args []string, activate bool, stdout, stderr io.Writer) error {
 	files, outcomes := expandManifests(args)
-	if len(files) == 1 && len(outcomes) == 0 {
+	if len(args) == 1 && len(files) == 1 && files[0] == args[0] {
 		return register(ctx, cfg, store, files[0], activate, io.Discard, stdout)
 	}
 	progress := writerIsTerminal(stderr)

@@ -82,6 +82,13 @@ func TestBulkRegister(t *testing.T) {
 	if code != 0 || out != "registered 0, unchanged 2, refused 0\n" {
 		t.Errorf("two files: %d %q %q", code, out, errs)
 	}
+	// A directory gets the summary even with one manifest in it.
+	one := filepath.Join(dir, "one")
+	os.Mkdir(one, 0o750)
+	os.WriteFile(filepath.Join(one, "a.json"), []byte(doc("one@agents.example", "One")), 0o600)
+	if code, out, errs := run(t, "endpoint", "register", "-config", cfg, one); code != 0 || out != "registered 1, unchanged 0, refused 0\n" {
+		t.Errorf("a directory of one: %d %q %q", code, out, errs)
+	}
 	code, out, _ = run(t, "endpoint", "register", "-config", cfg, filepath.Join(dir, "missing.json"), filepath.Join(manifests, "agent-001.json"))
 	if code != 1 || !strings.Contains(out, "unchanged 1, refused 1") || !strings.Contains(out, "missing.json") {
 		t.Errorf("a missing file: %d %q", code, out)
