@@ -133,6 +133,32 @@ func invokeDemo(t *testing.T, w *taskWire, c *client.Client, tool, args string) 
 	return acc.TaskID
 }
 
+// awaitTerminal polls the task's state until it is terminal, for up to
+// limit: the counts of TestFaultProsodyStopped run far slower than their
+// nominal 30 s on a loaded machine, past awaitSettled's patience.
+func awaitTerminal(t *testing.T, w *taskWire, c *client.Client, ep, id string, limit time.Duration) task.TaskState {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		el, raw := w.taskIQ(c, "get", ep, marshalTask(t, task.TaskStateRequest{TaskID: id}))
+		kids := el.Children()
+		if len(kids) != 1 {
+			t.Fatalf("task state: %s", raw)
+		}
+		st, err := task.ParseTaskState(kids[0])
+		if err != nil {
+			t.Fatalf("task state: %v: %s", err, raw)
+		}
+		if st.State.Terminal() {
+			return st
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("task %s still %s", id, st.State)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
 // ensureProsody leaves Prosody running and the gateway connected for the
 // tests after this one, whatever this one did to them.
 func ensureProsody(t *testing.T) {
@@ -253,7 +279,7 @@ func TestFaultProsodyStopped(t *testing.T) {
 	// reaches the caller, unless the caller's own session or its buffer
 	// gave out under the flood.
 	for _, id := range ids {
-		st := w.awaitSettled(fresh, demoEndpoint, id)
+		st := awaitTerminal(t, w, fresh, demoEndpoint, id, 3*time.Minute)
 		if st.State != task.StateCompleted {
 			t.Errorf("task %s ended %s", id, st.State)
 		}
