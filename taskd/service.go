@@ -49,6 +49,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"agentgw/db"
@@ -170,8 +171,11 @@ type Service struct {
 
 	kick  chan struct{}
 	notes chan note
-	loops sync.WaitGroup
-	sent  chan struct{} // closed when the notifier has finished
+	// dropped counts the events dropped since the queue last drained
+	// to half (publish, notifier).
+	dropped atomic.Int64
+	loops   sync.WaitGroup
+	sent    chan struct{} // closed when the notifier has finished
 }
 
 // liveTask is the in-memory side of a task that is not terminal: its
@@ -333,6 +337,11 @@ func (s *Service) notifier() {
 	for n := range s.notes {
 		if s.opts.Notify != nil {
 			s.notify(n)
+		}
+		// Once the queue has drained to half, say how many were dropped
+		// and warn again at the next drop.
+		if s.dropped.Load() > 0 && len(s.notes) < noteQueue/2 {
+			s.log.Warn("event queue has room again", "dropped", s.dropped.Swap(0))
 		}
 	}
 }
