@@ -465,6 +465,7 @@ func startTasks(ctx context.Context, cfg *config.Config, store *db.Store, gw *ga
 		},
 		Runtimes:      hosted.Runtimes,
 		Notify:        gw.SendEvent,
+		Ready:         gw.WaitConnected,
 		Availability:  hosted.Availability(gw.Availability()),
 		MaxActive:     cfg.Tasks.MaxActive,
 		PurgeInterval: cfg.Tasks.PurgeInterval,

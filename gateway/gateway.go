@@ -14,6 +14,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"log/slog"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,7 +39,8 @@ const (
 	// IQ request is answered <resource-constraint/>.
 	maxStanzaTokens = 200_000
 	maxStanzaBytes  = 2 << 20
-	// replyTimeout bounds writing one reply to a stalled stream.
+	// replyTimeout bounds one write to a stalled stream; a write that
+	// times out drops the stream (session.write).
 	replyTimeout = 10 * time.Second
 	// maxPendingIQs bounds outgoing IQs awaiting an answer.
 	maxPendingIQs = 256
@@ -73,6 +75,11 @@ type Gateway struct {
 	avail    legacy.Availability
 	presence atomic.Pointer[presenceState]
 
+	// writeTimeout bounds one write on the stream (traceConn), and dial
+	// opens the transport; tests shorten the one and replace the other.
+	writeTimeout time.Duration
+	dial         func(context.Context) (net.Conn, error)
+
 	// tasks runs the task protocol (route_task.go); nil until AttachTasks.
 	tasks atomic.Pointer[taskd.Service]
 
@@ -102,6 +109,8 @@ func New(cfg *config.Config, store *db.Store, log *slog.Logger) *Gateway {
 		pending: newPendingIQs(maxPendingIQs),
 		limiter: newLimiter(cfg.RateLimit, float64(cfg.RateBurst)),
 		notify:  make(chan struct{}),
+
+		writeTimeout: replyTimeout,
 		dir: &directory.Service{
 			Store:         store,
 			Name:          cfg.Name,
@@ -110,6 +119,7 @@ func New(cfg *config.Config, store *db.Store, log *slog.Logger) *Gateway {
 			ColdStart:     coldStartEndpoints(cfg.Endpoints),
 		},
 	}
+	g.dial = g.dialServer
 	g.policy.Store(cfg.Policy)
 	g.buildRoutes()
 	return g
@@ -173,16 +183,15 @@ func (g *Gateway) Connected() (bool, <-chan struct{}) {
 }
 
 // sendStanza writes one stanza on the live stream, from any goroutine, or
-// fails with ErrStreamLost when there is none. Like session.send it passes
-// only the session's own context.
+// fails with ErrStreamLost when there is none (session.write).
 func (g *Gateway) sendStanza(r xml.TokenReader) error {
 	g.pending.mu.Lock()
 	s := g.pending.sess
 	g.pending.mu.Unlock()
-	if s == nil || s.ctx.Err() != nil {
+	if s == nil {
 		return ErrStreamLost
 	}
-	return s.sess.Send(s.ctx, r)
+	return s.write(r)
 }
 
 // WaitConnected blocks until a stream is up or ctx ends.
