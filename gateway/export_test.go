@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/xml"
+	"time"
 
 	"agentgw/wire"
 
@@ -20,3 +21,7 @@ func (g *Gateway) SendIQ(ctx context.Context, iq stanza.IQ, payload xml.TokenRea
 
 // PendingIQs is the number of outgoing IQs awaiting an answer.
 func (g *Gateway) PendingIQs() int { return g.pending.Len() }
+
+// SetCommandWait sets how long an ad-hoc command waits for its task; 0
+// restores the default.
+func SetCommandWait(d time.Duration) { commandWait.Store(int64(d)) }

@@ -1,0 +1,182 @@
+package gateway
+
+import (
+	"context"
+	"encoding/xml"
+	"errors"
+	"io"
+	"sync/atomic"
+	"time"
+
+	"agentgw/adhoc"
+	"agentgw/manifest"
+	"agentgw/policy"
+	"agentgw/task"
+	"agentgw/taskd"
+	"agentgw/wire"
+
+	"mellium.im/xmpp/jid"
+	"mellium.im/xmpp/stanza"
+)
+
+func init() {
+	surfaces = append(surfaces, adhocSurface)
+}
+
+// adhocSurface is XEP-0050 ad-hoc commands (package adhoc): every tool an
+// endpoint offers is a command whose form comes from its input schema,
+// run as a durable task; at the gateway JID, "Find agents" and the
+// admins' provisioning commands. The endpoint's commands feature depends
+// on the requester (only where it may run a command), so it is computed
+// per request (adhocEndpointFeatures); the gateway always offers "Find
+// agents". The command list and command nodes arrive through the disco
+// handlers (route.go).
+func adhocSurface() surface {
+	return surface{
+		gatewayIQ: map[iqKey]iqHandler{
+			{stanza.SetIQ, adhoc.Name}: gatewayCommand,
+		},
+		endpointIQ: map[iqKey]iqHandler{
+			{stanza.SetIQ, adhoc.Name}: endpointCommand,
+		},
+	}
+}
+
+// adhocService is the command surface of endpoints over this gateway's
+// store, directory and task service. Like apiService it holds no state.
+func (g *Gateway) adhocService() *adhoc.Service {
+	s := &adhoc.Service{Dir: g.dir, Store: g.store, Wait: time.Duration(commandWait.Load())}
+	if svc := g.tasks.Load(); svc != nil {
+		s.Tasks = adhocTasks{svc}
+	}
+	return s
+}
+
+// commandWait overrides adhoc.DefaultWait when set (tests only).
+var commandWait atomic.Int64
+
+func (g *Gateway) adhocRequest(req *Request) adhoc.Request {
+	return adhoc.Request{Policy: g.Policy(), From: req.From, To: req.To, Payload: req.Payload}
+}
+
+// adhocEndpointFeatures are the command features of an endpoint's
+// disco#info for the requester.
+func (g *Gateway) adhocEndpointFeatures(ctx context.Context, req *Request) []string {
+	return g.adhocService().EndpointFeatures(ctx, g.adhocRequest(req))
+}
+
+// gatewayCommand answers a <command/> at the gateway JID.
+func gatewayCommand(*Gateway, context.Context, *Request) (xml.TokenReader, error) {
+	return nil, adhoc.ErrNotFound
+}
+
+func endpointCommand(g *Gateway, ctx context.Context, req *Request) (xml.TokenReader, error) {
+	c, err := g.adhocService().Execute(ctx, g.adhocRequest(req))
+	if err != nil {
+		return nil, err
+	}
+	return c.TokenReader(), nil
+}
+
+// adhocNodeInfo and adhocNodeItems answer disco on an endpoint's command
+// list and command nodes.
+func adhocNodeInfo(g *Gateway, ctx context.Context, req *Request, node string) (xml.TokenReader, error) {
+	info, err := g.adhocService().Info(ctx, g.adhocRequest(req), node)
+	if err != nil {
+		return nil, err
+	}
+	return info.TokenReader(), nil
+}
+
+func adhocNodeItems(g *Gateway, ctx context.Context, req *Request, node string) (xml.TokenReader, error) {
+	if node != adhoc.NS {
+		// A command node has no items; answer as for a missing one
+		// after the same checks.
+		if _, err := g.adhocService().Info(ctx, g.adhocRequest(req), node); err != nil {
+			return nil, err
+		}
+		return wire.ItemsResult{Node: node}.TokenReader(), nil
+	}
+	items, err := g.adhocService().Items(ctx, g.adhocRequest(req))
+	if err != nil {
+		return nil, err
+	}
+	return items.TokenReader(), nil
+}
+
+// adhocTasks is adhoc.Tasks over the task service: every operation goes
+// through the same entry points as the IQ protocol, with the wire element
+// the protocol would carry, so that a command is exactly an invocation.
+type adhocTasks struct{ svc *taskd.Service }
+
+func (a adhocTasks) Hosts(endpoint string) bool { return a.svc.Hosts(endpoint) }
+
+func (a adhocTasks) Manifest(ctx context.Context, endpoint, version string) (*manifest.Manifest, error) {
+	return a.svc.Manifest(ctx, endpoint, version)
+}
+
+func (a adhocTasks) Invoke(ctx context.Context, pol *policy.Policy, from, to jid.JID, inv task.Invoke) (string, error) {
+	el, err := element(inv.TokenReader())
+	if err != nil {
+		return "", err
+	}
+	adm, err := a.svc.Invoke(ctx, pol, from, to, el)
+	if err != nil {
+		return "", err
+	}
+	if adm.Dispatch != nil {
+		// No <accepted/> precedes the events here: the command response
+		// is what the requester waits for.
+		adm.Dispatch()
+	}
+	return adm.Accepted.TaskID, nil
+}
+
+func (a adhocTasks) Lookup(ctx context.Context, from, to jid.JID, requestID string) (adhoc.Task, error) {
+	t, err := a.svc.TaskByRequest(ctx, from, to, requestID)
+	if err != nil {
+		return adhoc.Task{}, err
+	}
+	out := adhoc.Task{Task: t}
+	if !t.State.Terminal() && t.Features.Progress {
+		if out.Stage, out.Message, err = a.svc.LastProgress(ctx, t.ID); err != nil {
+			return adhoc.Task{}, err
+		}
+	}
+	return out, nil
+}
+
+func (a adhocTasks) ProvideInput(ctx context.Context, from, to jid.JID, in task.ProvideInput) error {
+	el, err := element(in.TokenReader())
+	if err != nil {
+		return err
+	}
+	_, err = a.svc.ProvideInput(ctx, from, to, el)
+	return err
+}
+
+func (a adhocTasks) Cancel(ctx context.Context, from, to jid.JID, c task.Cancel) error {
+	el, err := element(c.TokenReader())
+	if err != nil {
+		return err
+	}
+	_, err = a.svc.Cancel(ctx, from, to, el)
+	return err
+}
+
+// element buffers the element r writes.
+func element(r xml.TokenReader) (wire.Element, error) {
+	tok, err := r.Token()
+	if err != nil {
+		return wire.Element{}, err
+	}
+	start, ok := tok.(xml.StartElement)
+	if !ok {
+		return wire.Element{}, errors.New("gateway: element: no start token")
+	}
+	el, err := wire.ReadElement(r, start, maxStanzaTokens, maxStanzaBytes)
+	if errors.Is(err, io.EOF) {
+		err = nil
+	}
+	return el, err
+}
