@@ -102,16 +102,16 @@ func TestCommandsHidden(t *testing.T) {
 		return fmt.Sprintf(`<command xmlns='http://jabber.org/protocol/commands' node='%s' action='execute'/>`, node)
 	}
 	for name, el := range map[string]wire.Element{
-		"list, ungranted (mallory)":   te.taskIQ(mall, demoJID, "get", list),
-		"list, hidden (carol)":        te.taskIQ(carol, demoJID, "get", list),
-		"list, no runtime (a001)":     te.taskIQ(alice, "a001@"+domain, "get", list),
-		"node, ungranted":             te.taskIQ(mall, demoJID, "get", `<query xmlns='http://jabber.org/protocol/disco#info' node='echo'/>`),
-		"node, missing tool":          te.taskIQ(alice, demoJID, "get", `<query xmlns='http://jabber.org/protocol/disco#info' node='nope'/>`),
-		"execute, ungranted":          te.taskIQ(mall, demoJID, "set", exec("echo")),
+		"list, ungranted (mallory)": te.taskIQ(mall, demoJID, "get", list),
+		"list, hidden (carol)":      te.taskIQ(carol, demoJID, "get", list),
+		"list, no runtime (a001)":   te.taskIQ(alice, "a001@"+domain, "get", list),
+		"node, ungranted":           te.taskIQ(mall, demoJID, "get", `<query xmlns='http://jabber.org/protocol/disco#info' node='echo'/>`),
+		"node, missing tool":        te.taskIQ(alice, demoJID, "get", `<query xmlns='http://jabber.org/protocol/disco#info' node='nope'/>`),
+		"execute, ungranted":        te.taskIQ(mall, demoJID, "set", exec("echo")),
 		"execute, ungranted remote": te.taskIQ(carol, demoJID, "set", exec("echo")),
-		"execute, missing endpoint":   te.taskIQ(alice, "nobody@"+domain, "set", exec("echo")),
-		"execute, missing tool":       te.taskIQ(alice, demoJID, "set", exec("nope")),
-		"execute, no runtime":         te.taskIQ(alice, "a001@"+domain, "set", exec("echo")),
+		"execute, missing endpoint": te.taskIQ(alice, "nobody@"+domain, "set", exec("echo")),
+		"execute, missing tool":     te.taskIQ(alice, demoJID, "set", exec("nope")),
+		"execute, no runtime":       te.taskIQ(alice, "a001@"+domain, "set", exec("echo")),
 	} {
 		if norm(el) != norm(missing) {
 			t.Errorf("%s: %s", name, marshal(t, el))
