@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"agentgw/manifest"
+	"agentgw/wire"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
@@ -259,15 +260,36 @@ func Mapped(inputSchema []byte) bool { return !planSchema(inputSchema).json }
 // the single JSON field of the fallback.
 func SchemaForm(inputSchema []byte, title string, instructions ...string) Form {
 	p := planSchema(inputSchema)
+	f := schemaForm(p, title, instructions)
+	if !p.json && formBytes(f) > MaxFormBytes {
+		// Too many fields or choices for one stanza: the JSON field
+		// takes any arguments in little space.
+		p = plan{json: true, description: p.description, required: p.required}
+		f = schemaForm(p, title, instructions)
+	}
+	return f
+}
+
+// formBytes is the size of f as written.
+func formBytes(f Form) int {
+	s, err := wire.Marshal(f.TokenReader())
+	if err != nil {
+		return 0
+	}
+	return len(s)
+}
+
+func schemaForm(p plan, title string, instructions []string) Form {
 	f := Form{Type: FormForm, Title: title}
 	for _, in := range instructions {
 		if in != "" {
+			in, _ = TruncateText(in, MaxNoteChars)
 			f.Instructions = append(f.Instructions, in)
 		}
 	}
 	if p.json {
 		f.Instructions = append(f.Instructions, "Enter the arguments as one JSON object.")
-		desc := p.description
+		desc, _ := TruncateText(p.description, MaxNoteChars)
 		if desc == "" {
 			desc = "A JSON object that satisfies the tool's input schema."
 		}

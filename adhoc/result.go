@@ -18,6 +18,9 @@ const (
 	// MaxResultBytes bounds the values of a result form, in bytes; past
 	// it values are cut and a warning note says so.
 	MaxResultBytes = 48 << 10
+	// MaxFormBytes bounds a form generated from a schema as written; a
+	// larger one (thousands of choices) becomes the JSON fallback.
+	MaxFormBytes = 48 << 10
 	// MaxResponseBytes bounds a whole <command/> response as written:
 	// notes, form and markup.
 	MaxResponseBytes = 64 << 10
