@@ -110,6 +110,9 @@ func coreDirectory() surface {
 
 func gatewayDiscoInfo(g *Gateway, _ context.Context, req *Request) (xml.TokenReader, error) {
 	node, _ := req.Payload.AttrValue("node")
+	if adhoc.IsGatewayNode(node) {
+		return gatewayCommandInfo(g, req, node)
+	}
 	lists := [][]string{g.gatewayFeatures}
 	for _, f := range policyFeatures {
 		lists = append(lists, f(g.Policy()))
@@ -123,6 +126,9 @@ func gatewayDiscoInfo(g *Gateway, _ context.Context, req *Request) (xml.TokenRea
 
 func gatewayDiscoItems(g *Gateway, ctx context.Context, req *Request) (xml.TokenReader, error) {
 	node, _ := req.Payload.AttrValue("node")
+	if adhoc.IsGatewayNode(node) {
+		return gatewayCommandItems(g, req, node)
+	}
 	items, err := g.dir.Items(ctx, g.Policy(), req.From, node, req.Payload)
 	if err != nil {
 		return nil, err

@@ -39,6 +39,7 @@ func adhocSurface() surface {
 		endpointIQ: map[iqKey]iqHandler{
 			{stanza.SetIQ, adhoc.Name}: endpointCommand,
 		},
+		gatewayFeatures: adhoc.Features,
 	}
 }
 
@@ -65,9 +66,41 @@ func (g *Gateway) adhocEndpointFeatures(ctx context.Context, req *Request) []str
 	return g.adhocService().EndpointFeatures(ctx, g.adhocRequest(req))
 }
 
+// gatewayCommands is the command surface of the gateway JID.
+func (g *Gateway) gatewayCommands() *adhoc.GatewayService {
+	return &adhoc.GatewayService{Store: g.store, PageSize: g.cfg.PageMax, Sessions: &g.commands,
+		Provisioned: func(op string, from jid.JID, endpoint string) {
+			g.log.Info("provisioning", "op", op, "from", from.Bare().String(), "jid", endpoint)
+		}}
+}
+
 // gatewayCommand answers a <command/> at the gateway JID.
-func gatewayCommand(*Gateway, context.Context, *Request) (xml.TokenReader, error) {
-	return nil, adhoc.ErrNotFound
+func gatewayCommand(g *Gateway, ctx context.Context, req *Request) (xml.TokenReader, error) {
+	c, err := g.gatewayCommands().Execute(ctx, g.adhocRequest(req))
+	if err != nil {
+		return nil, err
+	}
+	return c.TokenReader(), nil
+}
+
+// gatewayCommandInfo and gatewayCommandItems answer disco on the
+// gateway's command list and command nodes.
+func gatewayCommandInfo(g *Gateway, req *Request, node string) (xml.TokenReader, error) {
+	info, err := g.gatewayCommands().Info(g.adhocRequest(req), node)
+	if err != nil {
+		return nil, err
+	}
+	return info.TokenReader(), nil
+}
+
+func gatewayCommandItems(g *Gateway, req *Request, node string) (xml.TokenReader, error) {
+	if node != adhoc.NS {
+		if _, err := g.gatewayCommands().Info(g.adhocRequest(req), node); err != nil {
+			return nil, err
+		}
+		return wire.ItemsResult{Node: node}.TokenReader(), nil
+	}
+	return g.gatewayCommands().Items(g.adhocRequest(req)).TokenReader(), nil
 }
 
 func endpointCommand(g *Gateway, ctx context.Context, req *Request) (xml.TokenReader, error) {
