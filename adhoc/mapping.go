@@ -458,7 +458,7 @@ func (e *FieldError) Note() Note {
 	if name == "" {
 		name = e.Var
 	}
-	return Note{Type: NoteError, Text: fmt.Sprintf("The field %q %s. Correct it and submit the form again.", name, e.Reason)}
+	return NewNote(NoteError, fmt.Sprintf("The field %q %s. Correct it and submit the form again.", name, e.Reason))
 }
 
 // ErrNoSchema is returned by Arguments when the pinned schema does not

@@ -13,11 +13,14 @@ import (
 // default c2s stanza limit is 256 KiB and ejabberd's s2s limit is of the
 // same order; a response stays far below both.
 const (
-	// MaxNoteChars bounds the text of one note, in characters.
+	// MaxNoteChars bounds the text of one note, in characters, and
+	// maxNoteBytes in bytes.
 	MaxNoteChars = 4096
-	// MaxResultBytes bounds the values of a result form, in bytes; past
-	// it values are cut and a warning note says so.
-	MaxResultBytes = 48 << 10
+	maxNoteBytes = 8 << 10
+	// MaxResultBytes bounds a result form's fields (names, labels and
+	// values), in bytes; past it values are cut and a warning note says
+	// so.
+	MaxResultBytes = 32 << 10
 	// MaxFormBytes bounds a form generated from a schema as written; a
 	// larger one (thousands of choices) becomes the JSON fallback.
 	MaxFormBytes = 48 << 10
@@ -49,11 +52,23 @@ func TruncateText(s string, max int) (string, bool) {
 	return s[:i] + truncatedMark, true
 }
 
-// NewNote returns a note whose text is cut to MaxNoteChars.
+// NewNote returns a note whose text is cut to MaxNoteChars characters
+// and 8 KiB.
 func NewNote(typ, text string) Note {
 	t, _ := TruncateText(text, MaxNoteChars)
+	if len(t) > maxNoteBytes {
+		keep := maxNoteBytes - len(truncatedMark)
+		for keep > 0 && !utf8.RuneStart(t[keep]) {
+			keep--
+		}
+		t = t[:keep] + truncatedMark
+	}
 	return Note{Type: typ, Text: t}
 }
+
+// fieldOverhead is what one field costs beyond its var, label and values:
+// its markup, at most.
+const fieldOverhead = 64
 
 // envelope is the MCP tool result as a completed task holds it.
 type envelope struct {
@@ -130,10 +145,10 @@ func ResultForm(result, outputSchema []byte, title string) (form *Form, notes []
 				}
 			}
 			fl, vals := resultField(k, label, v)
-			f.Fields = append(f.Fields, b.field(fl, vals))
 			if b.cut {
 				break
 			}
+			f.Fields = append(f.Fields, b.field(fl, vals))
 		}
 	}
 	if b.cut {
@@ -216,7 +231,10 @@ type budget struct {
 // field sets the values of fl that fit, cutting the last one that does
 // not.
 func (b *budget) field(fl Field, vals []string) Field {
+	b.spend(len(fl.Var) + len(fl.Label) + fieldOverhead)
 	for _, v := range vals {
+		// Each <value/> costs its markup too.
+		b.spend(fieldOverhead / 4)
 		if b.cut {
 			break
 		}
@@ -228,8 +246,15 @@ func (b *budget) field(fl Field, vals []string) Field {
 			v = v[:keep] + truncatedMark
 			b.cut = true
 		}
-		b.left -= len(v)
+		b.spend(len(v))
 		fl.Values = append(fl.Values, v)
 	}
 	return fl
+}
+
+// spend takes n bytes from the budget; running out cuts the form.
+func (b *budget) spend(n int) {
+	if b.left -= n; b.left <= 0 {
+		b.left, b.cut = 0, true
+	}
 }

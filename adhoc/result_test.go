@@ -72,3 +72,27 @@ func TestResultWithinStanzaLimit(t *testing.T) {
 		t.Errorf("fields: %d", len(f.Fields))
 	}
 }
+
+// TestResultManyKeys: thousands of keys are cut by the same budget as
+// long values.
+func TestResultManyKeys(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"content":[{"type":"text","text":"` + strings.Repeat("𝄞", 5000) + `"}],"isError":true,"structuredContent":{`)
+	for i := 0; i < 20000; i++ {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString(`"key-` + strings.Repeat("k", 40) + string(rune('a'+i%26)) + strings.Repeat("x", i%7) + `-` + strings.Repeat("0", i%5) + `":1`)
+	}
+	b.WriteString("}}")
+	f, notes := adhoc.ResultForm([]byte(b.String()), nil, "Keys")
+	c := adhoc.Command{Node: "keys", SessionID: "s", Status: adhoc.StatusCompleted, Notes: notes, Form: f}
+	doc := marshal(t, c.TokenReader())
+	if len(doc) > adhoc.MaxResponseBytes {
+		t.Errorf("response of %d bytes, limit %d", len(doc), adhoc.MaxResponseBytes)
+	}
+	if len(notes) != 2 || notes[0].Type != adhoc.NoteError || notes[1].Type != adhoc.NoteWarn {
+		t.Errorf("notes: %+v", len(notes))
+	}
+	commandXSD(t, doc)
+}
