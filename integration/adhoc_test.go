@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"agentgw/adhoc"
+	"agentgw/client"
 	"agentgw/internal/harness"
 	"agentgw/internal/xsdtest"
 )
@@ -317,5 +318,55 @@ func checkAdhoc(t *testing.T, stdout []byte, stderr string) {
 	}
 	if out.Find.Status != "completed" || !found {
 		t.Errorf("find agents: %+v", out.Find)
+	}
+}
+
+// TestAdhocSessionSurvivesRestart: a command session is its durable task.
+// A count submitted before the gateway restarts is found again by its
+// sessionid afterwards, settled as the restart left it (the builtin
+// runtime cannot resume a task, so it failed, retryable), and the same
+// submission again shows that task rather than starting another.
+func TestAdhocSessionSurvivesRestart(t *testing.T) {
+	need(t)
+	withTaskEndpoints(t)
+	send := func(c *client.Client, body string) adhoc.Command {
+		t.Helper()
+		el, raw := iq(t, c, "set", demoEndpoint, body)
+		if typ, _ := el.AttrValue("type"); typ != "result" {
+			t.Fatalf("command: %s", raw)
+		}
+		cmd, err := adhoc.ParseCommand(el.Children()[0])
+		if err != nil {
+			t.Fatalf("%s: %v", raw, err)
+		}
+		return cmd
+	}
+	const form = `<x xmlns='jabber:x:data' type='submit'><field var='to'><value>50</value></field><field var='interval_ms'><value>1000</value></field></x>`
+	c := login(t, "alice", harness.HomeDomain)
+	first := send(c, `<command xmlns='http://jabber.org/protocol/commands' node='count' action='execute'/>`)
+	submit := `<command xmlns='http://jabber.org/protocol/commands' node='count' action='complete' sessionid='` + first.SessionID + `'>` + form + `</command>`
+	if run := send(c, submit); run.Status != adhoc.StatusExecuting {
+		t.Fatalf("submitted: %+v", run)
+	}
+	c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := restartGateway(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c = login(t, "alice", harness.HomeDomain)
+	next := `<command xmlns='http://jabber.org/protocol/commands' node='count' action='next' sessionid='` + first.SessionID + `'/>`
+	var after adhoc.Command
+	for i := 0; i < 100; i++ {
+		if after = send(c, next); after.Status != adhoc.StatusExecuting {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if after.Status != adhoc.StatusCompleted || len(after.Notes) == 0 || !strings.Contains(after.Notes[0].Text, "restart") {
+		t.Fatalf("after the restart: %+v", after)
+	}
+	if again := send(c, submit); again.Status != after.Status || again.Notes[0].Text != after.Notes[0].Text {
+		t.Errorf("resubmission: %+v, want the same task's %+v", again, after)
 	}
 }
