@@ -34,9 +34,13 @@ const (
 	NSValidate = "http://jabber.org/protocol/xdata-validate"
 )
 
-// Features advertised by an entity that offers commands: XEP-0050 and
-// the forms its commands use.
-var Features = []string{NS, NSData, NSValidate}
+// Features are advertised by an endpoint that offers commands: XEP-0050
+// and the forms its commands use, which validate numbers with XEP-0122.
+// GatewayFeatures are the gateway's, whose forms need no validation.
+var (
+	Features        = []string{NS, NSData, NSValidate}
+	GatewayFeatures = []string{NS, NSData}
+)
 
 // Identity of a command node (XEP-0050 §2.2, XEP-0030 registry).
 const (

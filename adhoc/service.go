@@ -44,8 +44,8 @@ var (
 	ErrSessionExpired = stanza.Error{Type: stanza.Cancel, Condition: stanza.NotAllowed}
 )
 
-// Task is what Tasks reports about a task: the committed task and the
-// latest progress it reported.
+// Task is what the service shows of a task: the committed task and, for
+// one that runs, the latest progress it reported.
 type Task struct {
 	task.Task
 	// Stage and Message are the latest progress event's, if any.
@@ -66,8 +66,11 @@ type Tasks interface {
 	// and starts it; an identical replay returns the original task.
 	Invoke(ctx context.Context, pol *policy.Policy, from, to jid.JID, inv task.Invoke) (taskID string, err error)
 	// Lookup returns the task that from's bare JID admitted at to under
-	// requestID, or task.ErrNotFound.
-	Lookup(ctx context.Context, from, to jid.JID, requestID string) (Task, error)
+	// requestID, or task.ErrNotFound. It does not read progress.
+	Lookup(ctx context.Context, from, to jid.JID, requestID string) (task.Task, error)
+	// Progress returns the stage and message of a task's latest progress
+	// event, empty when it has none.
+	Progress(ctx context.Context, taskID string) (stage, message string, err error)
 	// ProvideInput and Cancel are the caller's commands on a task.
 	ProvideInput(ctx context.Context, from, to jid.JID, in task.ProvideInput) error
 	Cancel(ctx context.Context, from, to jid.JID, c task.Cancel) error
@@ -303,8 +306,26 @@ func (x *exchange) firstStage(notes ...Note) Command {
 	return x.reply(StatusExecuting, submitActions, x.toolForm(), notes...)
 }
 
+// lookup reads the session's task.
+func (x *exchange) lookup(ctx context.Context) (Task, error) {
+	t, err := x.s.Tasks.Lookup(ctx, x.r.From, x.r.To, x.sess.id)
+	return Task{Task: t}, err
+}
+
+// show presents cur, with its latest progress when it runs: read only
+// here, once per response, not at every look while waiting.
+func (x *exchange) show(ctx context.Context, cur Task, extra ...Note) (Command, error) {
+	if !cur.State.Terminal() && cur.State != task.StateInputRequired && cur.Features.Progress {
+		var err error
+		if cur.Stage, cur.Message, err = x.s.Tasks.Progress(ctx, cur.ID); err != nil {
+			return Command{}, err
+		}
+	}
+	return x.present(cur, extra...), nil
+}
+
 func (x *exchange) run(ctx context.Context) (Command, error) {
-	cur, err := x.s.Tasks.Lookup(ctx, x.r.From, x.r.To, x.sess.id)
+	cur, err := x.lookup(ctx)
 	exists := err == nil
 	if err != nil && !errors.Is(err, task.ErrNotFound) {
 		return Command{}, err
@@ -327,7 +348,7 @@ func (x *exchange) run(ctx context.Context) (Command, error) {
 	case cur.State == task.StateInputRequired && x.cmd.Form != nil && x.cmd.Form.Type == FormSubmit:
 		return x.answer(ctx, cur)
 	}
-	return x.present(cur), nil
+	return x.show(ctx, cur)
 }
 
 // submit turns the form into arguments and invokes the tool.
@@ -371,11 +392,11 @@ func (x *exchange) answer(ctx context.Context, cur Task) (Command, error) {
 		if errors.Is(err, task.ErrConflict) || errors.Is(err, task.ErrNotAcceptable) {
 			// The request moved on, or the answer was refused: show the
 			// current state.
-			now, lerr := x.s.Tasks.Lookup(ctx, x.r.From, x.r.To, x.sess.id)
+			now, lerr := x.lookup(ctx)
 			if lerr != nil {
 				return Command{}, lerr
 			}
-			return x.present(now, Note{Type: NoteWarn, Text: "The answer was not accepted."}), nil
+			return x.show(ctx, now, Note{Type: NoteWarn, Text: "The answer was not accepted."})
 		}
 		return Command{}, err
 	}
@@ -386,7 +407,7 @@ func (x *exchange) answer(ctx context.Context, cur Task) (Command, error) {
 // only once the task has settled as cancelled.
 func (x *exchange) cancel(ctx context.Context, cur Task) (Command, error) {
 	if !cur.Features.Cancel && !cur.State.Terminal() {
-		return x.present(cur, Note{Type: NoteWarn, Text: "This tool cannot be canceled."}), nil
+		return x.show(ctx, cur, Note{Type: NoteWarn, Text: "This tool cannot be canceled."})
 	}
 	// The revision moves with every progress event: retry at the new one.
 	for try := 0; try < cancelTries && !cur.State.Terminal() && cur.State != task.StateCancelling; try++ {
@@ -397,7 +418,7 @@ func (x *exchange) cancel(ctx context.Context, cur Task) (Command, error) {
 		if !errors.Is(err, task.ErrConflict) {
 			return Command{}, err
 		}
-		if cur, err = x.s.Tasks.Lookup(ctx, x.r.From, x.r.To, x.sess.id); err != nil {
+		if cur, err = x.lookup(ctx); err != nil {
 			return Command{}, err
 		}
 	}
@@ -417,13 +438,13 @@ func (x *exchange) waitAndPresent(ctx context.Context, id string, rev int64) (Co
 	}
 	deadline := time.Now().Add(wait)
 	for {
-		cur, err := x.s.Tasks.Lookup(ctx, x.r.From, x.r.To, x.sess.id)
+		cur, err := x.lookup(ctx)
 		if err != nil {
 			return Command{}, err
 		}
 		settled := cur.State.Terminal() || (cur.State == task.StateInputRequired && cur.Revision > rev)
 		if settled || !time.Now().Before(deadline) {
-			return x.present(cur), nil
+			return x.show(ctx, cur)
 		}
 		select {
 		case <-ctx.Done():

@@ -39,7 +39,7 @@ func adhocSurface() surface {
 		endpointIQ: map[iqKey]iqHandler{
 			{stanza.SetIQ, adhoc.Name}: endpointCommand,
 		},
-		gatewayFeatures: adhoc.Features,
+		gatewayFeatures: adhoc.GatewayFeatures,
 	}
 }
 
@@ -165,18 +165,12 @@ func (a adhocTasks) Invoke(ctx context.Context, pol *policy.Policy, from, to jid
 	return adm.Accepted.TaskID, nil
 }
 
-func (a adhocTasks) Lookup(ctx context.Context, from, to jid.JID, requestID string) (adhoc.Task, error) {
-	t, err := a.svc.TaskByRequest(ctx, from, to, requestID)
-	if err != nil {
-		return adhoc.Task{}, err
-	}
-	out := adhoc.Task{Task: t}
-	if !t.State.Terminal() && t.Features.Progress {
-		if out.Stage, out.Message, err = a.svc.LastProgress(ctx, t.ID); err != nil {
-			return adhoc.Task{}, err
-		}
-	}
-	return out, nil
+func (a adhocTasks) Lookup(ctx context.Context, from, to jid.JID, requestID string) (task.Task, error) {
+	return a.svc.TaskByRequest(ctx, from, to, requestID)
+}
+
+func (a adhocTasks) Progress(ctx context.Context, taskID string) (string, string, error) {
+	return a.svc.LastProgress(ctx, taskID)
 }
 
 func (a adhocTasks) ProvideInput(ctx context.Context, from, to jid.JID, in task.ProvideInput) error {

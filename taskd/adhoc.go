@@ -47,21 +47,19 @@ func (s *Service) TaskByRequest(ctx context.Context, from, to jid.JID, requestID
 // LastProgress returns the stage and message of the latest progress event
 // of a task, if it has one.
 func (s *Service) LastProgress(ctx context.Context, id string) (stage, message string, err error) {
-	evs, err := s.store.TaskEvents(ctx, id)
-	if err != nil {
+	ev, err := s.store.LastTaskEvent(ctx, id, string(task.EventProgress))
+	switch {
+	case errors.Is(err, db.ErrNotFound):
+		return "", "", nil
+	case err != nil:
 		return "", "", err
 	}
-	for i := len(evs) - 1; i >= 0; i-- {
-		if evs[i].Type != string(task.EventProgress) {
-			continue
-		}
-		var p struct {
-			Stage   string `json:"stage"`
-			Message string `json:"message"`
-		}
-		if json.Unmarshal(evs[i].Payload, &p) == nil {
-			return p.Stage, p.Message, nil
-		}
+	var p struct {
+		Stage   string `json:"stage"`
+		Message string `json:"message"`
 	}
-	return "", "", nil
+	if json.Unmarshal(ev.Payload, &p) != nil {
+		return "", "", nil
+	}
+	return p.Stage, p.Message, nil
 }
