@@ -330,6 +330,10 @@ func (x *exchange) run(ctx context.Context) (Command, error) {
 	if err != nil && !errors.Is(err, task.ErrNotFound) {
 		return Command{}, err
 	}
+	if exists && cur.Tool != x.tool.Name {
+		// The sessionid of another command: not this session.
+		return Command{}, ErrBadRequest
+	}
 	cancel := x.cmd.Action == ActionCancel || (x.cmd.Form != nil && x.cmd.Form.Type == FormCancel)
 	switch {
 	case x.cmd.Action == ActionPrev:

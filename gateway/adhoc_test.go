@@ -144,6 +144,14 @@ func TestCommandEcho(t *testing.T) {
 	if again.Status != adhoc.StatusCompleted || again.Form.Fields[0].Values[0] != "hello" {
 		t.Errorf("refresh after completion: %+v", again)
 	}
+	// Nor is it a session of another command.
+	if el, _ := te.command(alice, demoJID, "count", "next", c.SessionID, ""); !strings.Contains(marshal(t, el), "bad-request") {
+		t.Errorf("echo's session at count: %s", marshal(t, el))
+	}
+	// A sessionid the gateway did not make is refused.
+	if el, _ := te.command(alice, demoJID, "echo", "next", "made-up-session-0123456789", ""); !strings.Contains(marshal(t, el), "bad-request") {
+		t.Errorf("made-up session: %s", marshal(t, el))
+	}
 	// Another account cannot see it.
 	el, _ := te.command("bob@home.example/x", demoJID, "echo", "next", c.SessionID, "")
 	if got := marshal(t, el); strings.Contains(got, "hello") {
