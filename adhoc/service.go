@@ -526,11 +526,27 @@ func inputForm(cur Task) *Form {
 }
 
 // keepValues copies submitted values into the form shown again, so that
-// the user corrects rather than retypes.
+// the user corrects rather than retypes, up to maxKeptBytes: past it a
+// field is shown empty, so that the response stays within one stanza.
 func keepValues(f *Form, submitted Form) {
+	left := maxKeptBytes
 	for i := range f.Fields {
-		if sub, ok := submitted.Field(f.Fields[i].Var); ok {
-			f.Fields[i].Values = sub.Values
+		sub, ok := submitted.Field(f.Fields[i].Var)
+		if !ok {
+			continue
 		}
+		n := 0
+		for _, v := range sub.Values {
+			n += len(v) + fieldOverhead/4
+		}
+		if n > left {
+			f.Fields[i].Values = nil
+			continue
+		}
+		left -= n
+		f.Fields[i].Values = sub.Values
 	}
 }
+
+// maxKeptBytes bounds the submitted values a refused form shows again.
+const maxKeptBytes = 8 << 10

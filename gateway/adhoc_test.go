@@ -261,3 +261,19 @@ func TestCommandAsk(t *testing.T) {
 		t.Fatalf("answered: %+v", done)
 	}
 }
+
+// TestCommandHugeSubmission: a refused form shows the submitted values
+// again only while they fit: the response stays within one stanza.
+func TestCommandHugeSubmission(t *testing.T) {
+	longWait(t)
+	te := startTasks(t)
+	_, c := te.command(alice, demoJID, "echo", "execute", "", "")
+	big := strings.Repeat("x", 300<<10)
+	iq, bad := te.command(alice, demoJID, "echo", "complete", c.SessionID, submit("text", big))
+	if bad.Status != adhoc.StatusExecuting || !strings.Contains(noteText(bad), "maxLength") {
+		t.Fatalf("huge text: %s", noteText(bad))
+	}
+	if n := len(marshal(t, iq)); n > adhoc.MaxResponseBytes {
+		t.Errorf("response of %d bytes", n)
+	}
+}
