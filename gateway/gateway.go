@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"agentgw/adhoc"
 	"agentgw/config"
 	"agentgw/db"
 	"agentgw/directory"
@@ -82,6 +83,8 @@ type Gateway struct {
 
 	// tasks runs the task protocol (route_task.go); nil until AttachTasks.
 	tasks atomic.Pointer[taskd.Service]
+	// commands holds the gateway's ad-hoc command sessions (route_adhoc.go).
+	commands adhoc.Sessions
 
 	gatewayIQ        map[iqKey]iqHandler
 	endpointIQ       map[iqKey]iqHandler
