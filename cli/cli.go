@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 )
 
@@ -25,6 +26,8 @@ const usage = `usage: agentgw COMMAND [flags] [args]
 commands:
   serve -config FILE                      run the gateway
   check-config -config FILE               validate a configuration file
+  mcp -config FILE [-account JID] [-http ADDR]
+                                          the XMPP MCP Server: MCP over stdio (or HTTP at ADDR/mcp) as an account
   manifest hash [-config FILE] FILE.json  validate a manifest; print JID VERSION sha-256 HASH
   endpoint register -config FILE [-activate] MANIFEST.json
   endpoint activate -config FILE JID VERSION
@@ -91,6 +94,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return endpoint(ctx, rest[0], rest[1:], stdout)
 	case "client":
 		return runClient(ctx, rest, stdout, stderr)
+	case "mcp":
+		return runMCP(ctx, rest, os.Stdin, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
