@@ -253,7 +253,7 @@ func TestBadInput(t *testing.T) {
 		{"AddToRoster", map[string]any{"BareJid": "remote.example"}, "a domain"},
 		{"AddToRoster", map[string]any{"BareJid": "bob@remote.example", "NickName": true}, "NickName must be a string"},
 		{"AddToRoster", map[string]any{"BareJid": "bob@remote.example", "Groups": "g"}, "Groups must be an array of strings"},
-		{"AddToRoster", map[string]any{"BareJid": "bob@remote.example", "Groups": []string{""}}, "Groups[0]"},
+		{"AddToRoster", map[string]any{"BareJid": "bob@remote.example", "Groups": []string{""}}, "group 0 of Groups"},
 		{"AddToRoster", map[string]any{"BareJid": "bob@remote.example", "Nick": "x"}, `unknown argument "Nick"`},
 		{"UpdateRosterItem", map[string]any{"BareJid": "bob@remote.example"}, "not in the roster"},
 		{"UpdateRosterItem", map[string]any{"BareJid": "bob@remote.example", "NickName": "a\nb"}, "NickName must be one line"},

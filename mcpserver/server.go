@@ -56,7 +56,6 @@ type Server struct {
 	mu        sync.Mutex
 	contacts  map[string]bool // xmpp: resources registered, by bare JID
 	messages  map[string]bool // mid: resources registered, by ID
-	listReady bool
 }
 
 // New returns the MCP server of acct, whose messages are in store. It

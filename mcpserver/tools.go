@@ -458,11 +458,11 @@ func rosterArgs(a args) (nick *string, groups []string, setGroups bool, err erro
 	}
 	groups, setGroups = a.strings("Groups")
 	if len(groups) > maxGroups {
-		return nil, nil, false, fmt.Errorf("Groups: at most %d groups", maxGroups)
+		return nil, nil, false, fmt.Errorf("too many Groups: at most %d", maxGroups)
 	}
 	for i, g := range groups {
 		if g == "" || len(g) > maxNameBytes || !validXML(g) || strings.ContainsAny(g, "\n\r") {
-			return nil, nil, false, fmt.Errorf("Groups[%d] must be a non-empty line of at most %d bytes", i, maxNameBytes)
+			return nil, nil, false, fmt.Errorf("group %d of Groups must be a non-empty line of at most %d bytes", i, maxNameBytes)
 		}
 	}
 	return nick, slices.Compact(slices.Sorted(slices.Values(groups))), setGroups, nil
