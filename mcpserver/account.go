@@ -307,6 +307,7 @@ func (a *Account) applyItemLocked(item wire.Element) string {
 			c.Groups = append(c.Groups, g.Text())
 		}
 	}
+	slices.Sort(c.Groups)
 	// Someone we share presence with has no request pending any more.
 	if c.Subscription == "from" || c.Subscription == "both" {
 		c.PendingIn = false

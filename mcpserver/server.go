@@ -53,9 +53,9 @@ type Server struct {
 	mcp   *mcp.Server
 	opts  Options
 
-	mu        sync.Mutex
-	contacts  map[string]bool // xmpp: resources registered, by bare JID
-	messages  map[string]bool // mid: resources registered, by ID
+	mu       sync.Mutex
+	contacts map[string]bool // xmpp: resources registered, by bare JID
+	messages map[string]bool // mid: resources registered, by ID
 }
 
 // New returns the MCP server of acct, whose messages are in store. It
