@@ -511,8 +511,9 @@ func TestMCPServerStdio(t *testing.T) {
 
 func xmlName(space, local string) xml.Name { return xml.Name{Space: space, Local: local} }
 
-// startMCPHTTP runs `agentgw mcp -http 127.0.0.1:0` and returns its URL.
-func startMCPHTTP(t *testing.T, a *mcpAccount) (string, *syncBuf) {
+// startMCPHTTP runs `agentgw mcp -http 127.0.0.1:0` and returns its URL,
+// its log and a function that stops it (also run at cleanup).
+func startMCPHTTP(t *testing.T, a *mcpAccount) (string, *syncBuf, func()) {
 	t.Helper()
 	log := &syncBuf{}
 	cmd := exec.Command(suite.bin, "mcp", "-config", a.config, "-http", "127.0.0.1:0")
@@ -520,23 +521,27 @@ func startMCPHTTP(t *testing.T, a *mcpAccount) (string, *syncBuf) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-	})
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cmd.Process.Signal(os.Interrupt)
+			done := make(chan struct{})
+			go func() { cmd.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				cmd.Process.Kill()
+				<-done
+			}
+		})
+	}
+	t.Cleanup(stop)
 	waitMCPLog(t, log, "xmpp stream up", 1)
 	u := regexp.MustCompile(`url=(http://\S+)`).FindStringSubmatch(log.String())
 	if u == nil {
 		t.Fatalf("no url in the log:\n%s", log)
 	}
-	return u[1], log
+	return u[1], log, stop
 }
 
 type bearerTransport struct{ token string }
@@ -564,7 +569,7 @@ func connectHTTP(t *testing.T, url, token string) *mcpSession {
 
 func TestMCPServerHTTP(t *testing.T) {
 	a := newMCPAccount(t, "")
-	url, log := startMCPHTTP(t, a)
+	url, log, _ := startMCPHTTP(t, a)
 	ctx := context.Background()
 	dave := remoteUser(t, "dave")
 

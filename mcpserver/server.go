@@ -71,9 +71,11 @@ func New(ctx context.Context, acct *Account, store *Store, opts Options) (*Serve
 			"(PopMessage, GetMessage, WaitForMessage); roster contacts are xmpp: resources. Ask a contact for a presence subscription before messaging.",
 		Logger:                    opts.Log,
 		SupportedProtocolVersions: ProtocolVersions,
-		Capabilities:              &mcp.ServerCapabilities{},
-		SubscribeHandler:          func(context.Context, *mcp.SubscribeRequest) error { return nil },
-		UnsubscribeHandler:        func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
+		// Resources come and go with the roster and the queue: advertise
+		// them even while there are none.
+		Capabilities:       &mcp.ServerCapabilities{Resources: &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true}},
+		SubscribeHandler:   func(context.Context, *mcp.SubscribeRequest) error { return nil },
+		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
 	})
 	for _, t := range tools {
 		s.mcp.AddTool(t.mcpTool(), s.handler(t))

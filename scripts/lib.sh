@@ -37,3 +37,20 @@ install_mcp_everything() {
 	fi
 	echo "$(cd "$pkg/dist" && pwd)/index.js"
 }
+
+# The MCP inspector CLI that the `agentgw mcp` tests drive (docs/mcp-server.md),
+# pinned like server-everything, installed once into demo/mcp-inspector (or
+# $1); the path of its mcp-inspector executable is printed, for
+# AGENTGW_MCP_INSPECTOR.
+MCP_INSPECTOR_VERSION=2.12.0
+install_mcp_inspector() {
+	local prefix="${1:-demo/mcp-inspector}"
+	local pkg="$prefix/node_modules/@modelcontextprotocol/inspector"
+	if ! grep -qs "\"version\": \"$MCP_INSPECTOR_VERSION\"" "$pkg/package.json" || [ ! -x "$prefix/node_modules/.bin/mcp-inspector" ]; then
+		command -v npm >/dev/null || install_packages nodejs npm >&2
+		echo "installing @modelcontextprotocol/inspector@$MCP_INSPECTOR_VERSION into $prefix" >&2
+		npm install --prefix "$prefix" --no-audit --no-fund --loglevel=error \
+			"@modelcontextprotocol/inspector@$MCP_INSPECTOR_VERSION" >&2
+	fi
+	echo "$(cd "$prefix/node_modules/.bin" && pwd)/mcp-inspector"
+}
