@@ -69,7 +69,7 @@ func New(ctx context.Context, acct *Account, store *Store, opts Options) (*Serve
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "agentgw-xmpp", Title: "XMPP MCP Server (agentgw)", Version: Version}, &mcp.ServerOptions{
 		Instructions: "This server is the XMPP account " + acct.JID().String() + ". Received messages wait as mid: resources " +
 			"(PopMessage, GetMessage, WaitForMessage); roster contacts are xmpp: resources. Ask a contact for a presence subscription before messaging.",
-		Logger:                    opts.Log,
+		Logger:                    slog.New(floor{opts.Log.Handler(), slog.LevelWarn}),
 		SupportedProtocolVersions: ProtocolVersions,
 		// Resources come and go with the roster and the queue: advertise
 		// them even while there are none.
@@ -261,3 +261,17 @@ func (s *Server) readMessage(ctx context.Context, req *mcp.ReadResourceRequest) 
 	}
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "application/json", Text: string(raw)}}}, nil
 }
+
+// floor passes on only records at or above its level: go-sdk logs every
+// notification at info, which would drown the account's own lines.
+type floor struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (f floor) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= f.min && f.Handler.Enabled(ctx, l)
+}
+
+func (f floor) WithAttrs(a []slog.Attr) slog.Handler { return floor{f.Handler.WithAttrs(a), f.min} }
+func (f floor) WithGroup(n string) slog.Handler      { return floor{f.Handler.WithGroup(n), f.min} }
