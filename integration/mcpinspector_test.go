@@ -119,11 +119,24 @@ func TestMCPServerInspector(t *testing.T) {
 	if msg["Body"] != "for the inspector" {
 		t.Fatalf("WaitForMessage: %v", msg)
 	}
-	mid := "mid:" + msg["MessageId"].(string)
+	first := "mid:" + msg["MessageId"].(string)
 	r, err = http(mcpFullToken, "--method", "resources/list")
-	if err != nil || !strings.Contains(jsonText(r), mid) {
+	if err != nil || !strings.Contains(jsonText(r), first) {
 		t.Fatalf("resources/list over HTTP: %v %v", r, err)
 	}
+	r, err = http(mcpFullToken, "--method", "resources/read", "--uri", first)
+	if err != nil || !strings.Contains(jsonText(r), "for the inspector") {
+		t.Fatalf("resources/read over HTTP: %v %v", r, err)
+	}
+	if _, err := http(mcpSendToken, "--method", "resources/read", "--uri", first); err == nil {
+		t.Fatal("send-only resources/read allowed")
+	}
+	sendRaw(t, dave, `<message type="chat" to="`+a.jid+`"><body>for stdio</body></message>`)
+	r, err = http(mcpFullToken, "--method", "tools/call", "--tool-name", "WaitForMessage", "--tool-args-json", `{"TimeoutSeconds":60}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mid := "mid:" + structured(t, r)["MessageId"].(string)
 
 	// Over stdio (one process per call), after the HTTP server is gone:
 	// the message waits in the store.
@@ -140,7 +153,7 @@ func TestMCPServerInspector(t *testing.T) {
 		t.Fatalf("resources/list over stdio: %v %v", r, err)
 	}
 	r, err = stdio("--method", "resources/read", "--uri", mid)
-	if err != nil || !strings.Contains(jsonText(r), "for the inspector") {
+	if err != nil || !strings.Contains(jsonText(r), "for stdio") {
 		t.Fatalf("resources/read over stdio: %v %v", r, err)
 	}
 	// Reading popped it.

@@ -287,3 +287,52 @@ func TestBadInput(t *testing.T) {
 		t.Fatalf("bad input changed the queue: %d messages", len(l))
 	}
 }
+
+// An older client gets the revision it asks for.
+func TestHTTPOlderProtocol(t *testing.T) {
+	o := startOffline(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c := mcp.NewClient(&mcp.Implementation{Name: "old", Version: "1"}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: o.url, HTTPClient: &http.Client{Transport: bearer{fullToken}}, MaxRetries: -1},
+		&mcp.ClientSessionOptions{ProtocolVersion: "2025-06-18"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if v := cs.InitializeResult().ProtocolVersion; v != "2025-06-18" {
+		t.Fatalf("negotiated %s", v)
+	}
+	if r := call(t, cs, "PopMessage", nil); r["Body"] != "first" {
+		t.Fatalf("PopMessage: %v", r)
+	}
+}
+
+// Each token reaches its own account's server and queue.
+func TestHTTPTokenPicksAccount(t *testing.T) {
+	ctx := context.Background()
+	store := openStore(t, filepath.Join(t.TempDir(), "mcp.db"))
+	servers := map[string]*mcpserver.Server{}
+	var tokens []mcpserver.Token
+	for i, who := range []string{"alice@example.org", "bob@example.org"} {
+		if _, _, err := store.Push(ctx, who, mcpserver.MessageResponse{Body: "for " + who}, 10); err != nil {
+			t.Fatal(err)
+		}
+		acct := mcpserver.NewAccount(mcpserver.AccountOptions{JID: jid.MustParse(who), Store: store, QueueMax: 10})
+		srv, err := mcpserver.New(ctx, acct, store, mcpserver.Options{CheckScopes: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		servers[who] = srv
+		tokens = append(tokens, mcpserver.Token{Value: []byte(strings.Repeat(string(rune('a'+i)), 20)), Account: who, Scopes: []string{"*"}})
+	}
+	hs := httptest.NewServer(mcpserver.HTTPHandler(servers, tokens, nil))
+	t.Cleanup(hs.Close) // after the sessions' cleanups
+
+	for i, who := range []string{"alice@example.org", "bob@example.org"} {
+		cs := connect(t, hs.URL+mcpserver.Path, string(tokens[i].Value))
+		if r := call(t, cs, "PopMessage", nil); r["Body"] != "for "+who {
+			t.Errorf("token %d: %v", i, r)
+		}
+	}
+}
