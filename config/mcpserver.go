@@ -172,10 +172,12 @@ func Check(path string) (string, error) {
 	return c.String(), nil
 }
 
-// mcpOnly reports whether f is a file for `agentgw mcp` alone: [mcp] has
-// accounts and no [component] key is set.
+// mcpOnly reports whether f is a file for `agentgw mcp` alone: some [mcp]
+// key is set and no [component] key is.
 func (f File) mcpOnly() bool {
-	return len(f.MCP.Accounts) > 0 && f.Component == Defaults().Component
+	d, m := mcpServerDefaults(), f.MCP
+	set := len(m.Accounts) > 0 || len(m.Tokens) > 0 || m.QueueMax != d.QueueMax || m.Database != d.Database || m.TLSCert != "" || m.TLSKey != ""
+	return set && f.Component == Defaults().Component
 }
 
 // build validates the [mcp] table. needAccount makes an empty account list

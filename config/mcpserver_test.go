@@ -121,6 +121,15 @@ func TestMCPSecretFileMode(t *testing.T) {
 	}
 }
 
+// check-config on an MCP file without accounts says what is missing, not
+// that [component] is.
+func TestMCPCheckNoAccount(t *testing.T) {
+	_, err := config.Check(mcpDir(t, "[mcp]\nqueue_max = 5\n"))
+	if err == nil || !strings.Contains(err.Error(), "mcp.account: required") || strings.Contains(err.Error(), "component") {
+		t.Fatalf("got %v", err)
+	}
+}
+
 // A gateway configuration may carry [mcp] too; its accounts are checked.
 func TestMCPInGatewayConfig(t *testing.T) {
 	p := mcpDir(t, minimal+strings.Replace(mcpOnly, `"alice.password"`, `"nope"`, 1))

@@ -33,6 +33,9 @@ const (
 	loginTimeout = 30 * time.Second
 	// iqTimeout bounds a roster IQ of a tool.
 	iqTimeout = 15 * time.Second
+	// incomingBuffer is the client's stanza buffer: a burst past it while
+	// the session commits a message would be dropped (and logged).
+	incomingBuffer = 4096
 )
 
 // ErrNotConnected is returned while the account's stream is down.
@@ -155,7 +158,7 @@ func (a *Account) session(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	opts := append([]client.Option{client.WithRosterPushes()}, a.opts.DialOptions...)
+	opts := append([]client.Option{client.WithRosterPushes(), client.WithBuffer(incomingBuffer)}, a.opts.DialOptions...)
 	cl, err := client.Dial(lctx, addr, a.opts.JID, a.opts.Password, opts...)
 	if err != nil {
 		return err
@@ -195,6 +198,7 @@ func (a *Account) session(ctx context.Context) error {
 			a.changed(bare)
 		}
 	}()
+	var dropped int64
 	for {
 		select {
 		case s, ok := <-cl.Incoming():
@@ -205,6 +209,10 @@ func (a *Account) session(ctx context.Context) error {
 				return errors.New("stream closed by the server")
 			}
 			a.handle(ctx, s)
+			if n := cl.Dropped(); n > dropped {
+				a.opts.Log.Error("stanzas dropped: the session fell behind", "account", a.opts.JID.String(), "dropped", n)
+				dropped = n
+			}
 		case <-ctx.Done():
 			return ctx.Err()
 		}

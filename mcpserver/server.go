@@ -56,6 +56,11 @@ type Server struct {
 	mu       sync.Mutex
 	contacts map[string]bool // xmpp: resources registered, by bare JID
 	messages map[string]bool // mid: resources registered, by ID
+	// updates are the URIs whose resources/updated is yet to be sent, by
+	// the updater goroutine: go-sdk sends it synchronously (up to 10 s per
+	// slow subscriber), and the account's session must not wait for that.
+	updates map[string]bool
+	wake    chan struct{}
 }
 
 // New returns the MCP server of acct, whose messages are in store. It
@@ -65,7 +70,9 @@ func New(ctx context.Context, acct *Account, store *Store, opts Options) (*Serve
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{acct: acct, store: store, opts: opts, contacts: map[string]bool{}, messages: map[string]bool{}}
+	s := &Server{acct: acct, store: store, opts: opts, contacts: map[string]bool{}, messages: map[string]bool{},
+		updates: map[string]bool{}, wake: make(chan struct{}, 1)}
+	go s.updater(ctx)
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "agentgw-xmpp", Title: "XMPP MCP Server (agentgw)", Version: Version}, &mcp.ServerOptions{
 		Instructions: "This server is the XMPP account " + acct.JID().String() + ". Received messages wait as mid: resources " +
 			"(PopMessage, GetMessage, WaitForMessage); roster contacts are xmpp: resources. Ask a contact for a presence subscription before messaging.",
@@ -180,7 +187,35 @@ func (s *Server) ContactChanged(bare string) {
 	case !exists && had:
 		s.mcp.RemoveResources(uri)
 	}
-	_ = s.mcp.ResourceUpdated(context.Background(), &mcp.ResourceUpdatedNotificationParams{URI: uri})
+	s.mu.Lock()
+	s.updates[uri] = true
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default: // the updater is already due to run
+	}
+}
+
+// updater sends the pending resources/updated notifications, each URI once
+// however often it changed meanwhile, until ctx ends.
+func (s *Server) updater(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.wake:
+		}
+		s.mu.Lock()
+		uris := make([]string, 0, len(s.updates))
+		for u := range s.updates {
+			uris = append(uris, u)
+		}
+		clear(s.updates)
+		s.mu.Unlock()
+		for _, u := range uris {
+			_ = s.mcp.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: u})
+		}
+	}
 }
 
 // MessageQueued implements Events.
