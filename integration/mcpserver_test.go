@@ -515,6 +515,12 @@ func xmlName(space, local string) xml.Name { return xml.Name{Space: space, Local
 // its log and a function that stops it (also run at cleanup).
 func startMCPHTTP(t *testing.T, a *mcpAccount) (string, *syncBuf, func()) {
 	t.Helper()
+	return startMCPHTTPScheme(t, a, "http")
+}
+
+// startMCPHTTPScheme is startMCPHTTP for a URL scheme (https with TLS).
+func startMCPHTTPScheme(t *testing.T, a *mcpAccount, scheme string) (string, *syncBuf, func()) {
+	t.Helper()
 	log := &syncBuf{}
 	cmd := exec.Command(suite.bin, "mcp", "-config", a.config, "-http", "127.0.0.1:0")
 	cmd.Stderr = log
@@ -537,7 +543,7 @@ func startMCPHTTP(t *testing.T, a *mcpAccount) (string, *syncBuf, func()) {
 	}
 	t.Cleanup(stop)
 	waitMCPLog(t, log, "xmpp stream up", 1)
-	u := regexp.MustCompile(`url=(http://\S+)`).FindStringSubmatch(log.String())
+	u := regexp.MustCompile(`url=(` + scheme + `://\S+)`).FindStringSubmatch(log.String())
 	if u == nil {
 		t.Fatalf("no url in the log:\n%s", log)
 	}
