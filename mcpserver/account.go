@@ -33,6 +33,12 @@ const (
 	loginTimeout = 30 * time.Second
 	// iqTimeout bounds a roster IQ of a tool.
 	iqTimeout = 15 * time.Second
+	// DefaultPingInterval and DefaultPingTimeout: after that long the
+	// account pings its server (XEP-0199), and a ping unanswered in time
+	// drops the stream, which reconnects: a dead TCP connection (a laptop
+	// that slept, a NAT that forgot) is noticed.
+	DefaultPingInterval = 60 * time.Second
+	DefaultPingTimeout  = 15 * time.Second
 	// incomingBuffer is the client's stanza buffer: a burst past it while
 	// the session commits a message would be dropped (and logged).
 	incomingBuffer = 4096
@@ -98,6 +104,9 @@ type AccountOptions struct {
 	Log      *slog.Logger
 	// DialOptions are passed to client.Dial (tests: a private CA).
 	DialOptions []client.Option
+	// PingInterval and PingTimeout: zero takes DefaultPingInterval and
+	// DefaultPingTimeout.
+	PingInterval, PingTimeout time.Duration
 }
 
 // Account is one XMPP account's session: it logs in, fetches the roster,
@@ -117,6 +126,12 @@ type Account struct {
 func NewAccount(opts AccountOptions) *Account {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	if opts.PingInterval <= 0 {
+		opts.PingInterval = DefaultPingInterval
+	}
+	if opts.PingTimeout <= 0 {
+		opts.PingTimeout = DefaultPingTimeout
 	}
 	return &Account{opts: opts, contacts: map[string]*Contact{}, arrived: make(chan struct{})}
 }
@@ -198,6 +213,7 @@ func (a *Account) session(ctx context.Context) error {
 			a.changed(bare)
 		}
 	}()
+	go a.keepalive(ctx, cl)
 	var dropped int64
 	for {
 		select {
@@ -215,6 +231,34 @@ func (a *Account) session(ctx context.Context) error {
 			}
 		case <-ctx.Done():
 			return ctx.Err()
+		}
+	}
+}
+
+// keepalive pings the server every PingInterval until the stream ends, and
+// closes a stream whose ping goes unanswered for PingTimeout.
+func (a *Account) keepalive(ctx context.Context, cl *client.Client) {
+	t := time.NewTicker(a.opts.PingInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-cl.Done():
+			return
+		case <-t.C:
+		}
+		pctx, cancel := context.WithTimeout(ctx, a.opts.PingTimeout)
+		_, err := cl.IQ(pctx, "get", a.opts.JID.Domainpart(), `<ping xmlns="urn:xmpp:ping"/>`)
+		timedOut := pctx.Err() != nil && ctx.Err() == nil
+		cancel()
+		if timedOut {
+			a.opts.Log.Warn("xmpp ping unanswered: dropping the stream", "account", a.opts.JID.String(), "timeout", a.opts.PingTimeout)
+			cl.Close()
+			return
+		}
+		if err != nil {
+			return // the stream ended
 		}
 	}
 }
