@@ -16,13 +16,13 @@ import (
 // @modelcontextprotocol/inspector (scripts/test installs it).
 const inspectorEnv = "AGENTGW_MCP_INSPECTOR"
 
-// inspector finds the MCP inspector CLI: $AGENTGW_MCP_INSPECTOR, else
-// demo/mcp-inspector as scripts/lib.sh installs it.
+// inspector finds the MCP inspector CLI: $AGENTGW_MCP_INSPECTOR, else the
+// wrapper scripts/lib.sh writes into demo/mcp-inspector.
 func inspector(t *testing.T) string {
 	t.Helper()
 	path := os.Getenv(inspectorEnv)
 	if path == "" {
-		path, _ = filepath.Abs("../demo/mcp-inspector/node_modules/.bin/mcp-inspector")
+		path, _ = filepath.Abs("../demo/mcp-inspector/mcp-inspector")
 	}
 	if _, err := os.Stat(path); err != nil {
 		if requireServers() {
