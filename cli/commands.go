@@ -35,11 +35,11 @@ func checkConfig(args []string, stdout io.Writer) error {
 	if err := requireConfig("check-config", *path); err != nil {
 		return err
 	}
-	cfg, err := config.Load(*path)
+	desc, err := config.Check(*path)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "ok: %s\n", cfg)
+	fmt.Fprintf(stdout, "ok: %s\n", desc)
 	return nil
 }
 

@@ -59,6 +59,8 @@ type File struct {
 	// Endpoints are the [[endpoint]] tables: hosted endpoints and the
 	// runtime that executes their tools.
 	Endpoints []EndpointFile `toml:"endpoint"`
+	// MCP is the [mcp] table of `agentgw mcp` (mcpserver.go).
+	MCP MCPServerFile `toml:"mcp"`
 }
 
 // Component is the [component] table: the XEP-0114 connection.
@@ -185,6 +187,7 @@ func Defaults() File {
 			MaxActive:      DefaultMaxActiveTasks,
 			PurgeInterval:  "1m",
 		},
+		MCP: mcpServerDefaults(),
 	}
 }
 
@@ -224,6 +227,8 @@ type Config struct {
 	// Tasks is the [tasks] table; Endpoints the [[endpoint]] tables.
 	Tasks     TaskLimits
 	Endpoints []Endpoint
+	// MCP is the [mcp] table, for `agentgw mcp` (LoadMCP).
+	MCP *MCPServer
 }
 
 // TaskLimits is the validated [tasks] table.
@@ -498,6 +503,7 @@ func (f File) Validate(dir, path string) (*Config, error) {
 	// [tasks] and [[endpoint]]
 	c.Tasks = f.Tasks.build(bad)
 	c.Endpoints = buildEndpoints(f.Endpoints, c.Domain.Domainpart(), dir, bad)
+	c.MCP = f.MCP.build(dir, false, bad)
 
 	if len(errs) > 0 {
 		return nil, errs
