@@ -74,6 +74,8 @@ func (s *Service) ProvideInput(ctx context.Context, from, to jid.JID, payload wi
 		return task.InputAccepted{}, err
 	}
 	var out task.InputOutcome
+	ctx, cancel := context.WithTimeout(ctx, callerRetryWindow)
+	defer cancel()
 	_, err = s.mutate(ctx, req.TaskID, func(tx *db.TaskTx, t *task.Task, now time.Time) (task.Step, error) {
 		var rec *task.InputRecord
 		// The input record is looked up only for the task's own caller:
@@ -115,6 +117,8 @@ func (s *Service) Cancel(ctx context.Context, from, to jid.JID, payload wire.Ele
 		return task.CancelAccepted{}, err
 	}
 	var out task.CancelOutcome
+	ctx, cancel := context.WithTimeout(ctx, callerRetryWindow)
+	defer cancel()
 	step, err := s.mutate(ctx, req.TaskID, func(_ *db.TaskTx, t *task.Task, now time.Time) (task.Step, error) {
 		var err error
 		out, err = s.m.Cancel(t, from, to, req, now)

@@ -49,6 +49,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"agentgw/db"
@@ -154,6 +155,9 @@ type Service struct {
 	started  bool
 	closed   bool
 
+	// diskFull is set while the database's disk is full (retry.go).
+	diskFull atomic.Bool
+
 	kick  chan struct{}
 	notes chan note
 	loops sync.WaitGroup
@@ -166,6 +170,8 @@ type liveTask struct {
 	id, target, version, tool string
 	wake                      time.Time
 	index                     int // in Service.wakes; -1 while ticking
+	// deadline bounds the retries of its transitions (retry.go).
+	deadline time.Time
 
 	dispatched bool // Dispatch or recovery has claimed it
 	exe        runtime.Execution
@@ -326,7 +332,7 @@ func (s *Service) notifier() {
 
 // addLiveLocked tracks a task that is not terminal; s.mu is held.
 func (s *Service) addLiveLocked(t *task.Task) *liveTask {
-	lt := &liveTask{id: t.ID, target: t.Target, version: t.APIVersion, tool: t.Tool, index: -1}
+	lt := &liveTask{id: t.ID, target: t.Target, version: t.APIVersion, tool: t.Tool, index: -1, deadline: t.Deadline}
 	s.live[t.ID] = lt
 	s.setWakeLocked(lt, t.NextWake())
 	return lt
