@@ -9,8 +9,10 @@
 // redacted, for the operator's log (runtime.Diagnostics); it never
 // reaches the caller.
 //
-// The command runs in its own process group with a minimal environment
-// (PATH and LANG, plus Options.Env). On cancellation the tool is told and
+// The command runs in its own process group, with a parent-death signal
+// on Linux and a minimal environment (PATH and LANG, plus Options.Env); the
+// group is recorded through Options.Tracker, so that what a gateway that
+// died left of it (grandchildren) is killed when the gateway starts again. On cancellation the tool is told and
 // given Options.Grace to finish; on the deadline, on settlement by the
 // gateway, or after a terminal report, its input is closed and it is
 // given the same grace. Then the group gets SIGTERM and, after
@@ -73,6 +75,9 @@ type Options struct {
 	Grace, KillGrace             time.Duration
 	MaxLineBytes, MaxStderrBytes int
 	MaxDuration                  time.Duration
+	// Tracker, if set, records each tool's process group, so that what a
+	// gateway that died left of it is killed when it starts again.
+	Tracker runtime.ProcessTracker
 }
 
 // Runtime starts the configured command once per task.
@@ -195,6 +200,10 @@ func (r *Runtime) Start(ctx context.Context, call runtime.Call, rep runtime.Repo
 	stdoutW.Close()
 	stderrW.Close()
 	e.pid = cmd.Process.Pid
+	if r.opts.Tracker != nil {
+		// Recorded before the tool is given its call.
+		r.opts.Tracker.Started(e.pid)
+	}
 	e.send(line)
 	go e.writer(stdinW)
 	go e.readStdout(stdoutR)
@@ -364,6 +373,9 @@ func (e *execution) readStderr(r *os.File) {
 func (e *execution) wait(cmd *osexec.Cmd) {
 	_ = cmd.Wait()
 	signalGroup(e.pid, true)
+	if e.opts.Tracker != nil {
+		e.opts.Tracker.Ended(e.pid)
+	}
 	e.mu.Lock()
 	if cmd.ProcessState != nil {
 		e.exitCode = cmd.ProcessState.ExitCode()

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"agentgw/internal/ident"
+	"agentgw/runtime"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -131,6 +132,10 @@ type Options struct {
 	// OnToolsChanged, if set, is called when the server announces
 	// notifications/tools/list_changed; the gateway may then import again.
 	OnToolsChanged func()
+	// Tracker, if set, records the process group of each stdio server
+	// started, so that what a gateway that died left of it is killed when
+	// it starts again.
+	Tracker runtime.ProcessTracker
 }
 
 // reservedHeaders are set by the transport and may not be configured.

@@ -86,6 +86,9 @@ type tapTransport struct {
 	// progress receives notifications/progress in wire order.
 	progress func(params json.RawMessage)
 	conn     *tapConn // set by Connect
+	// started, if set, runs once the inner transport has connected (a
+	// stdio server's process has started).
+	started func()
 }
 
 // Connect implements sdk.Transport.
@@ -93,6 +96,11 @@ func (t *tapTransport) Connect(ctx context.Context) (sdk.Connection, error) {
 	c, err := t.inner.Connect(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if t.started != nil {
+		// The stdio server's process has started; it is recorded before
+		// the session is initialized.
+		t.started()
 	}
 	t.conn = &tapConn{inner: c, progress: t.progress, pending: make(map[jsonrpc.ID]*capture)}
 	return t.conn, nil

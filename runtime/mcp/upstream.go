@@ -428,12 +428,22 @@ func (r *Runtime) connect(ctx context.Context) (*session, error) {
 		}
 	}
 	tap := &tapTransport{inner: inner, progress: r.progress}
+	if ct, ok := inner.(*sdk.CommandTransport); ok && r.opts.Tracker != nil {
+		tap.started = func() {
+			if ct.Command.Process != nil {
+				r.opts.Tracker.Started(ct.Command.Process.Pid)
+			}
+		}
+	}
 	init := &capture{method: "initialize"}
 	cs, err := r.client.Connect(withCapture(ctx, init), tap, &sdk.ClientSessionOptions{ProtocolVersion: ProtocolVersion})
 	if err != nil {
 		msg := err.Error()
 		if ct, ok := inner.(*sdk.CommandTransport); ok && ct.Command.Process != nil {
 			signalGroup(ct.Command.Process.Pid)
+			if r.opts.Tracker != nil {
+				r.opts.Tracker.Ended(ct.Command.Process.Pid)
+			}
 		}
 		if s.stderr != nil {
 			// A server that dies at once says why on standard error.
@@ -464,6 +474,9 @@ func (r *Runtime) connect(ctx context.Context) (*session, error) {
 			// The go-sdk signals only the process it started; whatever
 			// remains of its group (npx starts node, for example) goes too.
 			signalGroup(pid)
+			if r.opts.Tracker != nil {
+				r.opts.Tracker.Ended(pid)
+			}
 		}
 		close(s.done)
 	}()
