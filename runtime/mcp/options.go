@@ -34,6 +34,11 @@ const (
 	// restart; it doubles with each consecutive failure.
 	DefaultBackoffMin = 500 * time.Millisecond
 	DefaultBackoffMax = 30 * time.Second
+	// DefaultRestartWait bounds how long a call that finds the upstream
+	// starting, restarting (in backoff) or just lost waits for it to come
+	// up before it fails as unavailable; the task's deadline bounds it
+	// too.
+	DefaultRestartWait = 10 * time.Second
 	// DefaultPollInterval is the MCP Tasks polling interval when the
 	// server suggests none; server suggestions are clamped to
 	// [MinPollInterval, MaxPollInterval].
@@ -115,6 +120,8 @@ type Options struct {
 	ConnectTimeout, TerminateGrace time.Duration
 	BackoffMin, BackoffMax         time.Duration
 	PollInterval                   time.Duration
+	// RestartWait overrides DefaultRestartWait when positive.
+	RestartWait time.Duration
 
 	// AgentName, AgentTitle and AgentDescription fill agent.name,
 	// agent.title and agent.description of an imported manifest. Empty
@@ -227,6 +234,7 @@ func (o *Options) check() error {
 	def(&o.ConnectTimeout, DefaultConnectTimeout)
 	def(&o.TerminateGrace, DefaultTerminateGrace)
 	def(&o.BackoffMin, DefaultBackoffMin)
+	def(&o.RestartWait, DefaultRestartWait)
 	def(&o.BackoffMax, DefaultBackoffMax)
 	def(&o.PollInterval, DefaultPollInterval)
 	if o.IdleTimeout == 0 {

@@ -33,6 +33,7 @@ type capture struct {
 
 	mu      sync.Mutex
 	claimed bool
+	sent    bool // the request was written to the transport
 	done    bool
 	result  json.RawMessage
 	rpcErr  *jsonrpc.Error
@@ -74,6 +75,14 @@ func (c *capture) fill(resp *jsonrpc.Response) {
 // outcome returns the raw result or the JSON-RPC error of the response;
 // ok is false when no response arrived (a transport failure or a
 // cancellation).
+// wasSent reports whether the request was written to the transport: a
+// request that was not never reached the server.
+func (c *capture) wasSent() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sent
+}
+
 func (c *capture) outcome() (result json.RawMessage, rpcErr *jsonrpc.Error, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -179,6 +188,9 @@ func (c *tapConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		c.mu.Unlock()
 		return err
 	}
+	cp.mu.Lock()
+	cp.sent = true
+	cp.mu.Unlock()
 	return nil
 }
 
