@@ -25,6 +25,7 @@ const usage = `usage: agentgw COMMAND [flags] [args]
 commands:
   serve -config FILE                      run the gateway
   check-config -config FILE               validate a configuration file
+  backup -config FILE DEST                write a consistent copy of the database, also while serving
   manifest hash [-config FILE] FILE.json  validate a manifest; print JID VERSION sha-256 HASH
   endpoint register -config FILE [-activate] MANIFEST.json
   endpoint activate -config FILE JID VERSION
@@ -79,6 +80,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return serve(ctx, rest, stderr)
 	case "check-config":
 		return checkConfig(rest, stdout)
+	case "backup":
+		return backup(ctx, rest, stdout)
 	case "manifest":
 		if len(rest) == 0 || rest[0] != "hash" {
 			return fmt.Errorf("%w: manifest takes the subcommand hash", errUsage)

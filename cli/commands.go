@@ -408,6 +408,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	defer store.Close()
+	if err := store.Check(ctx); err != nil {
+		return err
+	}
 	// What a previous run that died left of its tools is killed before
 	// any runtime starts or task is recovered.
 	procs := taskd.NewProcessRecorder(store, log)
