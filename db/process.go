@@ -21,6 +21,10 @@ type ProcessGroup struct {
 	// tell the group apart from a later one that reuses the number.
 	BootID     string
 	StartTicks uint64
+	// OwnerPID and OwnerStartTicks identify the gateway process that
+	// started the group: a group whose gateway still runs is not stale.
+	OwnerPID        int
+	OwnerStartTicks uint64
 }
 
 // processMigration turns schema version 6 into version 7: the process
@@ -31,6 +35,8 @@ CREATE TABLE runtime_process (
 	pgid        INTEGER NOT NULL PRIMARY KEY CHECK (pgid > 0),
 	boot_id     TEXT    NOT NULL,
 	start_ticks INTEGER NOT NULL CHECK (start_ticks >= 0),
+	owner_pid   INTEGER NOT NULL,
+	owner_start INTEGER NOT NULL CHECK (owner_start >= 0),
 	recorded_at INTEGER NOT NULL
 ) STRICT;
 `
@@ -43,9 +49,11 @@ func (s *Store) RecordProcessGroup(ctx context.Context, g ProcessGroup) error {
 		return fmt.Errorf("db: record process group: %w", err)
 	}
 	defer tx.rollback()
-	if _, err := tx.exec(ctx, `INSERT INTO runtime_process (pgid, boot_id, start_ticks, recorded_at) VALUES (?, ?, ?, ?)
-		ON CONFLICT (pgid) DO UPDATE SET boot_id = excluded.boot_id, start_ticks = excluded.start_ticks, recorded_at = excluded.recorded_at`,
-		g.PGID, g.BootID, int64(g.StartTicks), millis(tx.now)); err != nil {
+	if _, err := tx.exec(ctx, `INSERT INTO runtime_process (pgid, boot_id, start_ticks, owner_pid, owner_start, recorded_at)
+		VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (pgid) DO UPDATE SET boot_id = excluded.boot_id, start_ticks = excluded.start_ticks,
+			owner_pid = excluded.owner_pid, owner_start = excluded.owner_start, recorded_at = excluded.recorded_at`,
+		g.PGID, g.BootID, int64(g.StartTicks), g.OwnerPID, int64(g.OwnerStartTicks), millis(tx.now)); err != nil {
 		return fmt.Errorf("db: record process group: %w", err)
 	}
 	if err := tx.commit(); err != nil {
@@ -79,7 +87,7 @@ func (s *Store) ProcessGroups(ctx context.Context) ([]ProcessGroup, error) {
 		return nil, fmt.Errorf("db: process groups: %w", err)
 	}
 	defer tx.rollback()
-	rows, err := tx.query(ctx, `SELECT pgid, boot_id, start_ticks FROM runtime_process ORDER BY pgid`)
+	rows, err := tx.query(ctx, `SELECT pgid, boot_id, start_ticks, owner_pid, owner_start FROM runtime_process ORDER BY pgid`)
 	if err != nil {
 		return nil, fmt.Errorf("db: process groups: %w", err)
 	}
@@ -87,11 +95,11 @@ func (s *Store) ProcessGroups(ctx context.Context) ([]ProcessGroup, error) {
 	var out []ProcessGroup
 	for rows.Next() {
 		var g ProcessGroup
-		var ticks int64
-		if err := rows.Scan(&g.PGID, &g.BootID, &ticks); err != nil {
+		var ticks, owner int64
+		if err := rows.Scan(&g.PGID, &g.BootID, &ticks, &g.OwnerPID, &owner); err != nil {
 			return nil, fmt.Errorf("db: process groups: %w", err)
 		}
-		g.StartTicks = uint64(ticks)
+		g.StartTicks, g.OwnerStartTicks = uint64(ticks), uint64(owner)
 		out = append(out, g)
 	}
 	if err := rows.Err(); err != nil {

@@ -11,7 +11,7 @@ import (
 func TestProcessGroups(t *testing.T) {
 	ctx := context.Background()
 	s, _ := newStore(t)
-	a := db.ProcessGroup{PGID: 100, BootID: "boot-1", StartTicks: 5000}
+	a := db.ProcessGroup{PGID: 100, BootID: "boot-1", StartTicks: 5000, OwnerPID: 42, OwnerStartTicks: 4000}
 	b := db.ProcessGroup{PGID: 200, BootID: "boot-1", StartTicks: 6000}
 	for _, g := range []db.ProcessGroup{a, b} {
 		if err := s.RecordProcessGroup(ctx, g); err != nil {
@@ -19,7 +19,7 @@ func TestProcessGroups(t *testing.T) {
 		}
 	}
 	// A later group with a reused number replaces the stale record.
-	a2 := db.ProcessGroup{PGID: 100, BootID: "boot-1", StartTicks: 7000}
+	a2 := db.ProcessGroup{PGID: 100, BootID: "boot-1", StartTicks: 7000, OwnerPID: 43, OwnerStartTicks: 6500}
 	if err := s.RecordProcessGroup(ctx, a2); err != nil {
 		t.Fatal(err)
 	}

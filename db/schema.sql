@@ -290,5 +290,7 @@ CREATE TABLE runtime_process (
 	pgid        INTEGER NOT NULL PRIMARY KEY CHECK (pgid > 0),
 	boot_id     TEXT    NOT NULL,
 	start_ticks INTEGER NOT NULL CHECK (start_ticks >= 0),
+	owner_pid   INTEGER NOT NULL,
+	owner_start INTEGER NOT NULL CHECK (owner_start >= 0),
 	recorded_at INTEGER NOT NULL
 ) STRICT;

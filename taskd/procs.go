@@ -18,7 +18,8 @@ const procWriteTimeout = 15 * time.Second
 // ProcessRecorder records the process groups of runtime processes in the
 // store (runtime.ProcessTracker), and kills at start what a previous run
 // left of them. Give it to Runtimes (RuntimeOptions.Tracker) after calling
-// KillStale.
+// KillStale. Groups whose gateway still runs (another serve on the same
+// database, by mistake) are left alone.
 type ProcessRecorder struct {
 	store *db.Store
 	log   *slog.Logger
@@ -55,7 +56,8 @@ func (p *ProcessRecorder) KillStale(ctx context.Context) error {
 	}
 	groups := make([]procgroup.Group, len(recs))
 	for i, r := range recs {
-		groups[i] = procgroup.Group{PGID: r.PGID, BootID: r.BootID, StartTicks: r.StartTicks}
+		groups[i] = procgroup.Group{PGID: r.PGID, BootID: r.BootID, StartTicks: r.StartTicks,
+			OwnerPID: r.OwnerPID, OwnerStart: r.OwnerStartTicks}
 	}
 	n, err := procgroup.KillStale(groups)
 	if err != nil {
@@ -84,7 +86,8 @@ func (p *ProcessRecorder) Started(pid int) {
 		p.log.Warn("a runtime process group could not be recorded", "pid", pid, "err", err)
 		return
 	}
-	rec := db.ProcessGroup{PGID: g.PGID, BootID: g.BootID, StartTicks: g.StartTicks}
+	rec := db.ProcessGroup{PGID: g.PGID, BootID: g.BootID, StartTicks: g.StartTicks,
+		OwnerPID: g.OwnerPID, OwnerStartTicks: g.OwnerStart}
 	ctx, cancel := context.WithTimeout(context.Background(), procWriteTimeout)
 	defer cancel()
 	if err := p.store.RecordProcessGroup(ctx, rec); err != nil {

@@ -9,9 +9,10 @@
 // when it starts again, kills whatever is left of the recorded groups
 // (KillStale), before it recovers any task.
 //
-// A group is only killed if it is still the recorded one: same boot of the
-// machine, and members that started no earlier than the recorded leader
-// and before the current gateway. The kernel does not hand out a process
+// A group is only killed if the gateway that started it no longer runs,
+// and if it is still the recorded one: same boot of the machine, and
+// members that started no earlier than the recorded leader and before the
+// current gateway. The kernel does not hand out a process
 // ID while a group of that number has members, so a group whose members
 // pass that test is the one recorded.
 package procgroup
@@ -26,6 +27,11 @@ type Group struct {
 	// the leader's start time in clock ticks since that boot.
 	BootID     string
 	StartTicks uint64
+	// OwnerPID and OwnerStart identify the gateway process that started
+	// the group (its PID and start time): while it runs, the group is not
+	// stale, even for another gateway started on the same database.
+	OwnerPID   int
+	OwnerStart uint64
 }
 
 // killWait bounds how long KillStale waits for the processes it killed

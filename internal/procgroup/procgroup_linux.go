@@ -38,7 +38,11 @@ func Identify(pid int) (Group, error) {
 	if st.pgrp != pid {
 		return Group{}, fmt.Errorf("procgroup: process %d does not lead its process group", pid)
 	}
-	return Group{PGID: pid, BootID: boot, StartTicks: st.start}, nil
+	self, err := readStat(os.Getpid())
+	if err != nil {
+		return Group{}, err
+	}
+	return Group{PGID: pid, BootID: boot, StartTicks: st.start, OwnerPID: self.pid, OwnerStart: self.start}, nil
 }
 
 // KillStale kills, with SIGKILL, every process still in one of groups
@@ -64,7 +68,7 @@ func killStale(groups []Group, before uint64) (int, error) {
 	}
 	want := map[int]Group{}
 	for _, g := range groups {
-		if g.BootID == boot {
+		if g.BootID == boot && !alive(proc{pid: g.OwnerPID, start: g.OwnerStart}) {
 			want[g.PGID] = g
 		}
 	}

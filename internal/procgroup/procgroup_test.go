@@ -64,11 +64,20 @@ func TestKillStale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if g.OwnerPID != os.Getpid() {
+		t.Fatalf("owner %d, want this process %d", g.OwnerPID, os.Getpid())
+	}
 	cmd.Process.Kill()
 	cmd.Wait()
 	if !running(child) {
 		t.Fatal("the grandchild died with its parent: nothing to test")
 	}
+	// Its gateway (this process) still runs: not stale.
+	if n, err := procgroup.KillStaleAny([]procgroup.Group{g}); err != nil || n != 0 {
+		t.Fatalf("KillStale of a group whose owner runs = %d, %v", n, err)
+	}
+	// The gateway that started it is gone.
+	g.OwnerPID, g.OwnerStart = 0, 0
 	n, err := procgroup.KillStaleAny([]procgroup.Group{g})
 	if err != nil || n != 1 {
 		t.Fatalf("KillStale = %d, %v; want 1 killed", n, err)
@@ -86,6 +95,7 @@ func TestKillStaleNotOurs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	g.OwnerPID, g.OwnerStart = 0, 0
 	other := g
 	other.BootID = "another-boot"
 	later := g
