@@ -117,6 +117,10 @@ type outcome struct {
 	undelivered bool
 }
 
+// deadSessionWait bounds the wait for a session on which a request could
+// not be written to end, before the call is made on the next session.
+const deadSessionWait = time.Second
+
 // errUndelivered means a tools/call was never written to the transport.
 var errUndelivered = errors.New("mcp: the request was not sent")
 
@@ -344,8 +348,9 @@ func (e *execution) attempt(ctx context.Context, until time.Time) (again bool) {
 				if o.undelivered && !settled && !cancelling && ctx.Err() == nil && time.Now().Before(until) {
 					// The server never saw the call: wait for this session
 					// to end (so that the next acquire finds it gone), then
-					// make the call on the next one.
-					t := time.NewTimer(time.Until(until))
+					// make the call on the next one. A session that does not
+					// end soon is not dead, and the failure stands.
+					t := time.NewTimer(min(time.Until(until), deadSessionWait))
 					defer t.Stop()
 					select {
 					case <-s.done:
