@@ -146,11 +146,16 @@ func (s *Service) Cancel(ctx context.Context, from, to jid.JID, payload wire.Ele
 	return out.Accepted, nil
 }
 
-// commandError turns a closed service into <service-unavailable/>; every
-// other error is returned as it is.
+// commandError turns a closed service into <service-unavailable/>, and a
+// store fault that outlasted its retries (retry.go) into
+// <resource-constraint/>, type wait: the identical command may be sent
+// again. Every other error is returned as it is.
 func commandError(err error) error {
-	if errors.Is(err, db.ErrCommitterClosed) {
+	switch {
+	case errors.Is(err, db.ErrCommitterClosed):
 		return task.ErrServiceUnavailable
+	case db.Transient(err):
+		return task.ErrResourceConstraint
 	}
 	return err
 }
