@@ -21,9 +21,12 @@ import (
 // Store faults (issue 12): a write lock held by another process past the
 // busy timeout, and a full disk.
 
-// lockHold is how long the test holds the write lock: longer than the
-// store's busy timeout (10 s, db.busyTimeoutMillis).
-const lockHold = 15 * time.Second
+// lockHold is how long the test holds the write lock: longer than twice
+// the store's busy timeout (10 s, db.busyTimeoutMillis), so that the
+// result's commit meets the lock's end even if another write of the
+// gateway (the tool's process record, say) was queued first on the single
+// writer connection.
+const lockHold = 25 * time.Second
 
 // ledgerInvoke sends one invocation of the ledger tool and returns the
 // task ID accepted, or the raw answer of a refusal (with an empty ID).
@@ -162,6 +165,11 @@ func TestStoreDiskFull(t *testing.T) {
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=8m,mode=0700", "tmpfs", mnt).CombinedOutput(); err != nil {
 		t.Fatalf("mount tmpfs: %v %s", err, out)
 	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
+			t.Errorf("umount: %v %s", err, out)
+		}
+	})
 	// The suite's configuration with the database on the tmpfs.
 	raw, err := os.ReadFile(suite.config)
 	if err != nil {
@@ -187,9 +195,6 @@ func TestStoreDiskFull(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		suite.gateway.stop()
-		if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
-			t.Errorf("umount: %v %s", err, out)
-		}
 		ng, err := startGateway(ctx)
 		if err != nil {
 			t.Fatalf("restart the suite's gateway: %v", err)
@@ -266,6 +271,11 @@ func TestStoreDiskFull(t *testing.T) {
 		}
 	}
 	logText := g.logText()
+	for _, l := range strings.Split(logText, "\n") {
+		if strings.Contains(l, "taskd:") {
+			t.Log(l)
+		}
+	}
 	if c := strings.Count(logText, "the database's disk is full"); c != 1 {
 		t.Errorf("the log says the disk is full %d times, want once:\n%s", c, tail(logText, 40))
 	}

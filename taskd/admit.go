@@ -93,12 +93,12 @@ func (s *Service) Invoke(ctx context.Context, pol *policy.Policy, from, to jid.J
 		adm    task.Admission
 		answer error
 	)
-	// A store fault is retried for callerRetryWindow; one that persists
-	// (a full disk above all) refuses the admission with
+	// A store fault is retried for callerRetryWindow; one that persists,
+	// or a full disk at once, refuses the admission with
 	// <resource-constraint/>, type wait (retry.go).
 	actx, cancel := context.WithTimeout(ctx, callerRetryWindow)
 	defer cancel()
-	err = s.commit(actx, time.Time{}, func(tx *db.TaskTx) error {
+	err = s.commit(actx, time.Time{}, true, func(tx *db.TaskTx) error {
 		adm, answer = task.Admission{}, nil
 		if freshErr == nil && capErr == nil {
 			// The common case in one statement: pinnable and no replay

@@ -95,7 +95,7 @@ func (s *Service) mutate(ctx context.Context, id string, cmd command) (task.Step
 		step   task.Step
 		answer error
 	)
-	err := s.commit(ctx, s.retryUntil(id), func(tx *db.TaskTx) error {
+	err := s.commit(ctx, s.retryUntil(id), false, func(tx *db.TaskTx) error {
 		step, answer = task.Step{}, nil
 		var cur *task.Task
 		rec, err := tx.Task(id)

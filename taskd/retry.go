@@ -29,9 +29,11 @@ const (
 // commit runs fn in a group commit. A store fault that may clear
 // (db.Transient) is retried with backoff until the commit succeeds, or
 // until until (zero: no bound but ctx) is reached, ctx ends or the service
-// closes; the last fault is then returned. fn must be safe to run again:
-// every closure of this package reads the committed task afresh.
-func (s *Service) commit(ctx context.Context, until time.Time, fn func(*db.TaskTx) error) error {
+// closes; the last fault is then returned. A full disk is returned at once
+// when fullFails is set (admissions are refused at once). fn must be safe
+// to run again: every closure of this package reads the committed task
+// afresh.
+func (s *Service) commit(ctx context.Context, until time.Time, fullFails bool, fn func(*db.TaskTx) error) error {
 	delay := retryFirst
 	for tries := 1; ; tries++ {
 		err := s.gc.Do(ctx, fn)
@@ -43,6 +45,9 @@ func (s *Service) commit(ctx context.Context, until time.Time, fn func(*db.TaskT
 			return err
 		}
 		s.storeFault(err, tries)
+		if fullFails && db.DiskFull(err) {
+			return err
+		}
 		if !until.IsZero() && !s.clock.Now().Add(delay).Before(until) {
 			return err
 		}
