@@ -51,6 +51,8 @@ var migrations = []string{
 	mcpImportMigration,
 	// 5 → 6: the search index's generation counter (search_mem.go).
 	searchGenerationMigration,
+	// 6 → 7: the process groups of runtime processes (process.go).
+	processMigration,
 }
 
 // migrate brings the database behind writer to len(migrations). It holds the
