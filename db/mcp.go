@@ -52,21 +52,6 @@ type ImportOutcome struct {
 	Active string
 }
 
-// mcpImportMigration turns schema version 4 into version 5: the imports
-// of mcp endpoints. schema.sql holds the same table; once shipped, never
-// edit this.
-const mcpImportMigration = `
-CREATE TABLE mcp_import (
-	endpoint_jid TEXT    NOT NULL,
-	version      TEXT    NOT NULL,
-	skipped      TEXT    NOT NULL,
-	imported_at  INTEGER NOT NULL,
-	latest       INTEGER NOT NULL CHECK (latest IN (0, 1)),
-	PRIMARY KEY (endpoint_jid, version),
-	FOREIGN KEY (endpoint_jid, version) REFERENCES manifest_version (endpoint_jid, version) ON DELETE CASCADE
-) STRICT, WITHOUT ROWID;
-CREATE UNIQUE INDEX mcp_import_latest ON mcp_import (endpoint_jid) WHERE latest = 1;`
-
 // RecordImport stores one import of an mcp endpoint's tool list in one
 // transaction. The version is registered (origin mcp for a new endpoint;
 // identical content is not stored twice) and its skipped tools recorded.

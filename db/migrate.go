@@ -18,9 +18,10 @@ var schema string
 // never edit an entry that has shipped. Entry 0 is never run: version 0 is an
 // empty file, which gets schema.sql instead.
 //
-// To change the schema: edit schema.sql, append the migration here, and add a
-// frozen copy of the previous schema with data to testdata/ plus a row to the
-// upgrade test's table.
+// Every migration is in this file, in order: the longer ones as the
+// constants below the list. To change the schema: edit schema.sql, append
+// the migration here, and add a frozen copy of the previous schema with
+// data to testdata/ plus a row to the upgrade test's table.
 //
 // A migration runs inside a transaction, where PRAGMA foreign_keys cannot be
 // changed; a table rebuild must keep foreign keys valid at every statement.
@@ -54,6 +55,198 @@ var migrations = []string{
 	// 6 → 7: the process groups of runtime processes (process.go).
 	processMigration,
 }
+
+// searchIndexMigration turns schema version 2 into version 3: it creates the
+// search index and indexes the endpoints already active. It has shipped:
+// never edit it; schema.sql holds the same tables and triggers.
+const searchIndexMigration = `
+CREATE TABLE search_text (
+	jid          TEXT NOT NULL PRIMARY KEY,
+	folded       TEXT NOT NULL,
+	display_name TEXT NOT NULL
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE search_gram (
+	gram TEXT NOT NULL,
+	jid  TEXT NOT NULL,
+	PRIMARY KEY (gram, jid)
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE search_gram_count (
+	gram TEXT    NOT NULL PRIMARY KEY,
+	n    INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
+
+CREATE TRIGGER search_index_insert AFTER INSERT ON active_endpoint
+BEGIN
+	INSERT INTO search_text (jid, folded, display_name)
+		SELECT new.jid, agentgw_search_text(new.jid, m.name, m.title), new.display_name
+		FROM manifest_version AS m
+		WHERE m.endpoint_jid = new.jid AND m.version = new.version;
+	INSERT INTO search_gram (gram, jid)
+		SELECT g.value, new.jid
+		FROM search_text AS t, json_each(agentgw_search_grams(t.folded)) AS g
+		WHERE t.jid = new.jid;
+	INSERT INTO search_gram_count (gram, n)
+		SELECT g.value, 1
+		FROM search_text AS t, json_each(agentgw_search_grams(t.folded)) AS g
+		WHERE t.jid = new.jid
+		ON CONFLICT (gram) DO UPDATE SET n = n + 1;
+END;
+
+CREATE TRIGGER search_index_update AFTER UPDATE OF version, display_name ON active_endpoint
+BEGIN
+	DELETE FROM search_gram WHERE jid = old.jid AND gram IN
+		(SELECT g.value FROM search_text AS t, json_each(agentgw_search_grams(t.folded)) AS g
+		 WHERE t.jid = old.jid);
+	UPDATE search_gram_count SET n = n - 1 WHERE gram IN
+		(SELECT g.value FROM search_text AS t, json_each(agentgw_search_grams(t.folded)) AS g
+		 WHERE t.jid = old.jid);
+	DELETE FROM search_gram_count WHERE n = 0 AND gram IN
+		(SELECT g.value FROM search_text AS t, json_each(agentgw_search_grams(t.folded)) AS g
+		 WHERE t.jid = old.jid);
+	DELETE FROM search_text WHERE jid = old.jid;
+	INSERT INTO search_text (jid, folded, display_name)
+		SELECT new.jid, agentgw_search_text(new.jid, m.name, m.title), new.display_name
+		FROM manifest_version AS m
+		WHERE m.endpoint_jid = new.jid AND m.version = new.version;
+	INSERT INTO search_gram (gram, jid)
+		SELECT g.value, new.jid
+		FROM search_text AS t, json_each(agentgw_search_grams(t.folded)) AS g
+		WHERE t.jid = new.jid;
+	INSERT INTO search_gram_count (gram, n)
+		SELECT g.value, 1
+		FROM search_text AS t, json_each(agentgw_search_grams(t.folded)) AS g
+		WHERE t.jid = new.jid
+		ON CONFLICT (gram) DO UPDATE SET n = n + 1;
+END;
+
+CREATE TRIGGER search_index_delete AFTER DELETE ON active_endpoint
+BEGIN
+	DELETE FROM search_gram WHERE jid = old.jid AND gram IN
+		(SELECT g.value FROM search_text AS t, json_each(agentgw_search_grams(t.folded)) AS g
+		 WHERE t.jid = old.jid);
+	UPDATE search_gram_count SET n = n - 1 WHERE gram IN
+		(SELECT g.value FROM search_text AS t, json_each(agentgw_search_grams(t.folded)) AS g
+		 WHERE t.jid = old.jid);
+	DELETE FROM search_gram_count WHERE n = 0 AND gram IN
+		(SELECT g.value FROM search_text AS t, json_each(agentgw_search_grams(t.folded)) AS g
+		 WHERE t.jid = old.jid);
+	DELETE FROM search_text WHERE jid = old.jid;
+END;
+
+INSERT INTO search_text (jid, folded, display_name)
+	SELECT a.jid, agentgw_search_text(a.jid, m.name, m.title), a.display_name
+	FROM active_endpoint AS a
+	JOIN manifest_version AS m ON m.endpoint_jid = a.jid AND m.version = a.version;
+
+INSERT INTO search_gram (gram, jid)
+	SELECT g.value, t.jid
+	FROM search_text AS t, json_each(agentgw_search_grams(t.folded)) AS g;
+
+INSERT INTO search_gram_count (gram, n)
+	SELECT gram, count(*) FROM search_gram GROUP BY gram;
+`
+
+// taskMigration turns schema version 3 into version 4: the task tables.
+// schema.sql holds the same tables; once shipped, never edit this.
+const taskMigration = `
+CREATE TABLE task (
+	id          TEXT    NOT NULL PRIMARY KEY CHECK (id <> ''),
+	caller      TEXT    NOT NULL,
+	target      TEXT    NOT NULL,
+	request_id  TEXT    NOT NULL,
+	api_version TEXT    NOT NULL,
+	state       TEXT    NOT NULL,
+	terminal    INTEGER NOT NULL CHECK (terminal IN (0, 1)),
+	revision    INTEGER NOT NULL CHECK (revision >= 0),
+	next_wake   INTEGER NOT NULL,
+	doc         BLOB    NOT NULL,
+	-- The replay record. target first, so that a version's or an
+	-- endpoint's tasks are found by prefix (versionRetained).
+	UNIQUE (target, caller, request_id),
+	-- A task holds the version it pinned until it is purged: the row
+	-- itself is the hold, checked on insert, and the database refuses to
+	-- delete a version a task still names.
+	FOREIGN KEY (target, api_version) REFERENCES manifest_version (endpoint_jid, version)
+) STRICT;
+
+-- Only settled tasks are indexed, for the purge: an admission, and every
+-- transition of a running task, then writes no index page for it. The
+-- restart scan of unsettled tasks reads the table once, at start.
+CREATE INDEX task_purge ON task (next_wake) WHERE terminal = 1;
+
+CREATE TABLE task_event (
+	task_id  TEXT    NOT NULL REFERENCES task (id) ON DELETE CASCADE,
+	revision INTEGER NOT NULL CHECK (revision > 0),
+	event_id TEXT    NOT NULL,
+	type     TEXT    NOT NULL,
+	payload  BLOB    NOT NULL,
+	PRIMARY KEY (task_id, revision)
+) STRICT;
+
+CREATE TABLE task_input (
+	task_id    TEXT NOT NULL REFERENCES task (id) ON DELETE CASCADE,
+	request_id TEXT NOT NULL,
+	doc        BLOB NOT NULL,
+	PRIMARY KEY (task_id, request_id)
+) STRICT;
+`
+
+// mcpImportMigration turns schema version 4 into version 5: the imports
+// of mcp endpoints. schema.sql holds the same table; once shipped, never
+// edit this.
+const mcpImportMigration = `
+CREATE TABLE mcp_import (
+	endpoint_jid TEXT    NOT NULL,
+	version      TEXT    NOT NULL,
+	skipped      TEXT    NOT NULL,
+	imported_at  INTEGER NOT NULL,
+	latest       INTEGER NOT NULL CHECK (latest IN (0, 1)),
+	PRIMARY KEY (endpoint_jid, version),
+	FOREIGN KEY (endpoint_jid, version) REFERENCES manifest_version (endpoint_jid, version) ON DELETE CASCADE
+) STRICT, WITHOUT ROWID;
+CREATE UNIQUE INDEX mcp_import_latest ON mcp_import (endpoint_jid) WHERE latest = 1;`
+
+// searchGenerationMigration turns schema version 5 into version 6. It has
+// shipped: never edit it; schema.sql holds the same table and triggers.
+const searchGenerationMigration = `
+CREATE TABLE search_generation (
+	id INTEGER NOT NULL PRIMARY KEY CHECK (id = 1),
+	n  INTEGER NOT NULL
+) STRICT;
+
+INSERT INTO search_generation (id, n) VALUES (1, 0);
+
+CREATE TRIGGER search_generation_insert AFTER INSERT ON search_text
+BEGIN
+	UPDATE search_generation SET n = n + 1 WHERE id = 1;
+END;
+
+CREATE TRIGGER search_generation_update AFTER UPDATE ON search_text
+BEGIN
+	UPDATE search_generation SET n = n + 1 WHERE id = 1;
+END;
+
+CREATE TRIGGER search_generation_delete AFTER DELETE ON search_text
+BEGIN
+	UPDATE search_generation SET n = n + 1 WHERE id = 1;
+END;
+`
+
+// processMigration turns schema version 6 into version 7: the process
+// groups of runtime processes. schema.sql holds the same table; once
+// shipped, never edit this.
+const processMigration = `
+CREATE TABLE runtime_process (
+	pgid        INTEGER NOT NULL PRIMARY KEY CHECK (pgid > 0),
+	boot_id     TEXT    NOT NULL,
+	start_ticks INTEGER NOT NULL CHECK (start_ticks >= 0),
+	owner_pid   INTEGER NOT NULL,
+	owner_start INTEGER NOT NULL CHECK (owner_start >= 0),
+	recorded_at INTEGER NOT NULL
+) STRICT;
+`
 
 // migrate brings the database behind writer to len(migrations). It holds the
 // write lock from the moment it reads user_version, so two processes opening

@@ -27,20 +27,6 @@ type ProcessGroup struct {
 	OwnerStartTicks uint64
 }
 
-// processMigration turns schema version 6 into version 7: the process
-// groups of runtime processes. schema.sql holds the same table; once
-// shipped, never edit this.
-const processMigration = `
-CREATE TABLE runtime_process (
-	pgid        INTEGER NOT NULL PRIMARY KEY CHECK (pgid > 0),
-	boot_id     TEXT    NOT NULL,
-	start_ticks INTEGER NOT NULL CHECK (start_ticks >= 0),
-	owner_pid   INTEGER NOT NULL,
-	owner_start INTEGER NOT NULL CHECK (owner_start >= 0),
-	recorded_at INTEGER NOT NULL
-) STRICT;
-`
-
 // RecordProcessGroup records a process group that has just started,
 // replacing any stale row with its number.
 func (s *Store) RecordProcessGroup(ctx context.Context, g ProcessGroup) error {

@@ -39,32 +39,6 @@ import (
 // maxMemIndexed is the largest directory indexed in memory.
 const maxMemIndexed = 100_000
 
-// searchGenerationMigration turns schema version 5 into version 6. It has
-// shipped: never edit it; schema.sql holds the same table and triggers.
-const searchGenerationMigration = `
-CREATE TABLE search_generation (
-	id INTEGER NOT NULL PRIMARY KEY CHECK (id = 1),
-	n  INTEGER NOT NULL
-) STRICT;
-
-INSERT INTO search_generation (id, n) VALUES (1, 0);
-
-CREATE TRIGGER search_generation_insert AFTER INSERT ON search_text
-BEGIN
-	UPDATE search_generation SET n = n + 1 WHERE id = 1;
-END;
-
-CREATE TRIGGER search_generation_update AFTER UPDATE ON search_text
-BEGIN
-	UPDATE search_generation SET n = n + 1 WHERE id = 1;
-END;
-
-CREATE TRIGGER search_generation_delete AFTER DELETE ON search_text
-BEGIN
-	UPDATE search_generation SET n = n + 1 WHERE id = 1;
-END;
-`
-
 const (
 	searchGenerationQuery = `SELECT n FROM search_generation WHERE id = 1`
 	searchTextsQuery      = `SELECT jid, folded, display_name FROM search_text ORDER BY jid`
