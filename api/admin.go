@@ -8,6 +8,7 @@ import (
 	"agentgw/db"
 	"agentgw/manifest"
 	"agentgw/policy"
+	"agentgw/wire"
 
 	"mellium.im/xmpp/jid"
 )
@@ -67,7 +68,7 @@ func (s *Service) Register(ctx context.Context, req Request) (xml.TokenReader, e
 	if _, err := s.Store.RegisterVersion(ctx, versionOf(m), origin); err != nil {
 		return nil, storeError(err)
 	}
-	return Registered{JID: m.JID, Version: m.Version, Hash: HashOf(m.Hash)}.TokenReader(), nil
+	return Registered{JID: m.JID, Version: m.Version, Hash: wire.Hash(m.Hash)}.TokenReader(), nil
 }
 
 // authorize decides a provisioning operation on the endpoint named by the
@@ -112,10 +113,7 @@ func (s *Service) Activate(ctx context.Context, req Request) (xml.TokenReader, e
 	if err != nil {
 		return nil, ErrBadRequest
 	}
-	digest, err := Digest(a.Hash)
-	if err != nil {
-		return nil, ErrBadRequest
-	}
+	digest := [32]byte(a.Hash)
 	if err := s.Store.Activate(ctx, endpoint, a.Version, &digest); err != nil {
 		return nil, storeError(err)
 	}
@@ -149,7 +147,7 @@ func (s *Service) RegistrationStatus(ctx context.Context, req Request) (xml.Toke
 	out := Registration{JID: endpoint}
 	for _, v := range reg.Versions {
 		out.Versions = append(out.Versions, RegisteredVersion{
-			ID: v.Version, Active: v.Version == reg.Active, Removable: reg.Removable(v.Version), Hash: HashOf(v.Hash),
+			ID: v.Version, Active: v.Version == reg.Active, Removable: reg.Removable(v.Version), Hash: wire.Hash(v.Hash),
 		})
 	}
 	return out.TokenReader(), nil

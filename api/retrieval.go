@@ -6,6 +6,7 @@ import (
 
 	"agentgw/db"
 	"agentgw/manifest"
+	"agentgw/wire"
 )
 
 // visibleVersion resolves a version of the addressed endpoint for a
@@ -54,7 +55,7 @@ func (s *Service) ManifestRequest(ctx context.Context, req Request) (xml.TokenRe
 	if escapedLen(v.Canonical) > MaxServedJSONBytes {
 		return nil, ErrResourceConstraint
 	}
-	return Manifest{Version: v.Version, Hash: HashOf(v.Hash), JSON: string(v.Canonical)}.TokenReader(), nil
+	return Manifest{Version: v.Version, Hash: wire.Hash(v.Hash), JSON: string(v.Canonical)}.TokenReader(), nil
 }
 
 // SchemaRequest answers <schema-request/> at an endpoint. After the
@@ -66,15 +67,11 @@ func (s *Service) SchemaRequest(ctx context.Context, req Request) (xml.TokenRead
 	if err != nil {
 		return nil, ErrBadRequest
 	}
-	pinned, err := Digest(sr.Hash)
-	if err != nil {
-		return nil, ErrBadRequest
-	}
 	v, err := s.visibleVersion(ctx, req, sr.Version)
 	if err != nil {
 		return nil, err
 	}
-	if pinned != v.Hash {
+	if sr.Hash != v.Hash {
 		return nil, ErrConflict
 	}
 	m, err := s.parsed(v)
@@ -94,7 +91,7 @@ func (s *Service) SchemaRequest(ctx context.Context, req Request) (xml.TokenRead
 	}
 	return Schema{
 		Tool: t.Name, Version: v.Version, Direction: sr.Direction,
-		ManifestHash: HashOf(v.Hash), SchemaHash: HashOf(digest),
+		ManifestHash: wire.Hash(v.Hash), SchemaHash: wire.Hash(digest),
 		JSON: string(schema),
 	}.TokenReader(), nil
 }

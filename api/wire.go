@@ -2,7 +2,6 @@ package api
 
 import (
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/xml"
 	"strings"
 
@@ -32,7 +31,6 @@ var (
 	nameVersion      = xml.Name{Space: NS, Local: "version"}
 	nameManifestHash = xml.Name{Space: NS, Local: "manifest-hash"}
 	nameSchemaHash   = xml.Name{Space: NS, Local: "schema-hash"}
-	nameHash         = xml.Name{Space: wire.NSHashes, Local: "hash"}
 )
 
 // Directions of a schema request (the XSD's direction type).
@@ -53,43 +51,6 @@ type ParseError struct {
 func (e *ParseError) Error() string { return "api: <" + e.Element + "/>: " + e.Reason }
 
 func parseErr(local, reason string) error { return &ParseError{Element: local, Reason: reason} }
-
-// HashOf is the XEP-0300 <hash algo='sha-256'/> of a digest.
-func HashOf(digest [32]byte) wire.Hash {
-	return wire.Hash{Algo: wire.HashAlgoSHA256, Value: base64.StdEncoding.EncodeToString(digest[:])}
-}
-
-// Digest returns the SHA-256 digest a <hash/> names. Version 0 uses only
-// sha-256; any other algorithm, or a value that is not the padded standard
-// Base64 of 32 bytes, is an error.
-func Digest(h wire.Hash) ([32]byte, error) {
-	var d [32]byte
-	if h.Algo != wire.HashAlgoSHA256 {
-		return d, parseErr("hash", "algo must be sha-256")
-	}
-	raw, err := base64.StdEncoding.Strict().DecodeString(h.Value)
-	if err != nil || len(raw) != len(d) {
-		return d, parseErr("hash", "value must be the Base64 of a SHA-256 digest")
-	}
-	copy(d[:], raw)
-	return d, nil
-}
-
-// ParseHash reads an XEP-0300 <hash xmlns='urn:xmpp:hashes:2'/> element.
-// Whitespace around the value is ignored.
-func ParseHash(el wire.Element) (wire.Hash, error) {
-	if el.Start.Name != nameHash {
-		return wire.Hash{}, parseErr("hash", "not an urn:xmpp:hashes:2 hash")
-	}
-	if len(el.Children()) != 0 {
-		return wire.Hash{}, parseErr("hash", "must contain only text")
-	}
-	algo, ok := el.AttrValue("algo")
-	if !ok || algo == "" {
-		return wire.Hash{}, parseErr("hash", "algo is required")
-	}
-	return wire.Hash{Algo: algo, Value: strings.TrimSpace(el.Text())}, nil
-}
 
 // Register is the <register/> request: one manifest document, as JSON text
 // after XML character extraction.
@@ -359,7 +320,7 @@ func ParseManifest(el wire.Element) (Manifest, error) {
 	if len(kids) != 2 || kids[1].Start.Name != nameJSON || len(kids[1].Children()) != 0 {
 		return Manifest{}, parseErr("manifest", "must contain a <hash/> and then <json/>")
 	}
-	h, err := ParseHash(kids[0])
+	h, err := parseHash(kids[0])
 	if err != nil {
 		return Manifest{}, err
 	}
@@ -442,8 +403,7 @@ func ParseSchema(el wire.Element) (Schema, error) {
 // VerifyJSON reports whether json hashes to h: what a client checks after
 // XML character extraction of a <json/> element.
 func VerifyJSON(json string, h wire.Hash) bool {
-	d, err := Digest(h)
-	return err == nil && sha256.Sum256([]byte(json)) == d
+	return sha256.Sum256([]byte(json)) == [32]byte(h)
 }
 
 func expectName(el wire.Element, name xml.Name) error {
@@ -504,7 +464,16 @@ func onlyHash(el wire.Element) (wire.Hash, error) {
 	if len(kids) != 1 {
 		return wire.Hash{}, parseErr(el.Start.Name.Local, "must contain exactly one <hash/>")
 	}
-	return ParseHash(kids[0])
+	return parseHash(kids[0])
+}
+
+// parseHash reads a <hash/> by wire.ParseHash, as a ParseError.
+func parseHash(el wire.Element) (wire.Hash, error) {
+	h, err := wire.ParseHash(el)
+	if err != nil {
+		return wire.Hash{}, parseErr("hash", err.(wire.ErrBadHash).Reason)
+	}
+	return h, nil
 }
 
 func schemaAttrs(tool, version, direction string) []xml.Attr {

@@ -274,7 +274,7 @@ func (f *fakeTarget) iq(c *fakeConn, typ, to, payload string) (answer string, lo
 	case xml.Name{Space: wire.NSDiscoItems, Local: "query"}:
 		out, serr = f.discoItems(node, el)
 	case api.NameManifestRequest:
-		out = api.Manifest{Version: f.man.Version, Hash: api.HashOf(f.man.Hash), JSON: string(f.man.Canonical)}.TokenReader()
+		out = api.Manifest{Version: f.man.Version, Hash: wire.Hash(f.man.Hash), JSON: string(f.man.Canonical)}.TokenReader()
 	case api.NameSchemaRequest:
 		out, serr = f.schema(el)
 	case xml.Name{Space: task.NS, Local: "invoke"}:
@@ -455,7 +455,7 @@ func (f *fakeTarget) schema(el wire.Element) (xml.TokenReader, error) {
 	if err != nil {
 		return nil, api.ErrBadRequest
 	}
-	if d, err := api.Digest(req.Hash); err != nil || d != f.man.Hash {
+	if req.Hash != f.man.Hash {
 		return nil, api.ErrConflict
 	}
 	t, ok := f.man.Tool(req.Tool)
@@ -463,7 +463,7 @@ func (f *fakeTarget) schema(el wire.Element) (xml.TokenReader, error) {
 		return nil, api.ErrNotFound
 	}
 	return api.Schema{Tool: t.Name, Version: f.man.Version, Direction: api.DirectionInput,
-		ManifestHash: api.HashOf(f.man.Hash), SchemaHash: api.HashOf(t.InputHash), JSON: string(t.InputSchema)}.TokenReader(), nil
+		ManifestHash: wire.Hash(f.man.Hash), SchemaHash: wire.Hash(t.InputHash), JSON: string(t.InputSchema)}.TokenReader(), nil
 }
 
 // runClient runs `agentgw client -jid user ARGS` against f.

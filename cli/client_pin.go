@@ -86,8 +86,8 @@ func (cmd *clientCmd) retrieveManifest(ctx context.Context, endpoint jid.JID) (*
 	if err != nil {
 		return nil, pinError("manifest from %s: %v", endpoint, err)
 	}
-	digest, err := api.Digest(mr.Hash)
-	if err != nil || !api.VerifyJSON(mr.JSON, mr.Hash) {
+	digest := [32]byte(mr.Hash)
+	if !api.VerifyJSON(mr.JSON, mr.Hash) {
 		return nil, pinError("the manifest from %s does not match its hash", endpoint)
 	}
 	m, err := manifest.Parse([]byte(mr.JSON), manifest.Options{})
@@ -144,7 +144,7 @@ func (cmd *clientCmd) pinRetrieved(ctx context.Context, endpoint jid.JID, toolNa
 	}
 
 	// Step 7: the input schema, under the pinned manifest hash.
-	req := api.SchemaRequest{Tool: t.Name, Version: m.Version, Direction: api.DirectionInput, Hash: api.HashOf(m.Hash)}
+	req := api.SchemaRequest{Tool: t.Name, Version: m.Version, Direction: api.DirectionInput, Hash: wire.Hash(m.Hash)}
 	payload, err := wire.Marshal(req.TokenReader())
 	if err != nil {
 		return nil, err
@@ -157,9 +157,8 @@ func (cmd *clientCmd) pinRetrieved(ctx context.Context, endpoint jid.JID, toolNa
 	if err != nil {
 		return nil, pinError("schema from %s: %v", endpoint, err)
 	}
-	mh, err1 := api.Digest(sc.ManifestHash)
-	sh, err2 := api.Digest(sc.SchemaHash)
-	if err1 != nil || err2 != nil || sc.Tool != t.Name || sc.Version != m.Version || sc.Direction != api.DirectionInput ||
+	mh, sh := [32]byte(sc.ManifestHash), [32]byte(sc.SchemaHash)
+	if sc.Tool != t.Name || sc.Version != m.Version || sc.Direction != api.DirectionInput ||
 		mh != m.Hash || sh != t.InputHash || !api.VerifyJSON(sc.JSON, sc.SchemaHash) {
 		return nil, pinError("the input schema from %s does not match the pinned manifest", endpoint)
 	}
@@ -177,7 +176,7 @@ func (cmd *clientCmd) pinRetrieved(ctx context.Context, endpoint jid.JID, toolNa
 func pinOutOfBand(endpoint jid.JID, toolName, version, hashB64, manifestFile string) (*pin, error) {
 	p := &pin{Endpoint: endpoint, Version: version, Source: "flags"}
 	if hashB64 != "" {
-		d, err := api.Digest(wire.Hash{Algo: wire.HashAlgoSHA256, Value: hashB64})
+		d, err := wire.ParseHashBase64(hashB64)
 		if err != nil {
 			return nil, fmt.Errorf("%w: client call: -hash must be the Base64 SHA-256 manifest hash", errUsage)
 		}

@@ -460,21 +460,21 @@ func TestManifestRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Version != "1.4.0" || m.Hash.Value != specMinimalHash || m.JSON != specMinimalJSON || !api.VerifyJSON(m.JSON, m.Hash) {
+	if m.Version != "1.4.0" || m.Hash.Base64() != specMinimalHash || m.JSON != specMinimalJSON || !api.VerifyJSON(m.JSON, m.Hash) {
 		t.Errorf("weather manifest = %+v", m)
 	}
 
 	// A client pinned 1.0 while it was active; then 2.0 is activated.
 	el = req(alice, "tools@"+domain, "")
 	pinned, _ := api.ParseManifest(payload(t, el))
-	if pinned.Version != "1.0" || pinned.Hash.Value != b64(v1.Hash) {
+	if pinned.Version != "1.0" || pinned.Hash.Base64() != b64(v1.Hash) {
 		t.Fatalf("pinned = %+v", pinned)
 	}
 	if err := e.store.Activate(context.Background(), "tools@"+domain, "2.0", nil); err != nil {
 		t.Fatal(err)
 	}
 	active, _ := api.ParseManifest(payload(t, req(alice, "tools@"+domain, "")))
-	if active.Version != "2.0" || active.Hash.Value != b64(v2.Hash) || active.JSON != string(v2.Canonical) {
+	if active.Version != "2.0" || active.Hash.Base64() != b64(v2.Hash) || active.JSON != string(v2.Canonical) {
 		t.Errorf("active after the switch = %+v", active)
 	}
 	// The stale pin still names its exact, immutable version.
@@ -545,8 +545,8 @@ func TestSchemaRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.JSON != specInputSchema || s.SchemaHash.Value != specInputHash || !api.VerifyJSON(s.JSON, s.SchemaHash) ||
-		s.ManifestHash.Value != b64(fc.Hash) || s.Tool != "forecast.get" || s.Direction != "input" {
+	if s.JSON != specInputSchema || s.SchemaHash.Base64() != specInputHash || !api.VerifyJSON(s.JSON, s.SchemaHash) ||
+		s.ManifestHash.Base64() != b64(fc.Hash) || s.Tool != "forecast.get" || s.Direction != "input" {
 		t.Errorf("input schema = %+v", s)
 	}
 	s, _ = api.ParseSchema(payload(t, req(alice, fcTo, "forecast.get", "1.4.0", "output", b64(fc.Hash))))

@@ -87,7 +87,7 @@ func TestAdminProvisioning(t *testing.T) {
 	// from the gateway.
 	el, raw := gatewayIQ(t, admin, "set", registerPayload(provManifest("1", "Provisioned")))
 	reg, err := api.ParseRegistered(apiResult(t, el, raw))
-	if err != nil || reg.JID != provJID || reg.Version != "1" || reg.Hash.Value != m1.HashBase64() {
+	if err != nil || reg.JID != provJID || reg.Version != "1" || reg.Hash.Base64() != m1.HashBase64() {
 		t.Fatalf("register: %+v, %v", reg, err)
 	}
 	if from, _ := el.AttrValue("from"); from != harness.ComponentDomain {
@@ -132,7 +132,7 @@ func TestAdminProvisioning(t *testing.T) {
 	el, raw = op(admin, "get", "registration-status", "jid='"+provJID+"'", "")
 	status, err := api.ParseRegistration(apiResult(t, el, raw))
 	if err != nil || len(status.Versions) != 2 || !status.Versions[0].Active || status.Versions[0].Removable ||
-		status.Versions[1].Active || !status.Versions[1].Removable || status.Versions[1].Hash.Value != m2.HashBase64() {
+		status.Versions[1].Active || !status.Versions[1].Removable || status.Versions[1].Hash.Base64() != m2.HashBase64() {
 		t.Fatalf("registration-status: %+v, %v", status, err)
 	}
 
@@ -148,11 +148,11 @@ func TestAdminProvisioning(t *testing.T) {
 	_, raw = gatewayIQ(t, admin, "set", registerPayload(provManifest("1", "Changed")))
 	want("other content under a tombstone", raw, "conflict")
 	el, raw = gatewayIQ(t, admin, "set", registerPayload(provManifest("1", "Provisioned")))
-	if r, err := api.ParseRegistered(apiResult(t, el, raw)); err != nil || r.Hash.Value != m1.HashBase64() {
+	if r, err := api.ParseRegistered(apiResult(t, el, raw)); err != nil || r.Hash.Base64() != m1.HashBase64() {
 		t.Fatalf("restore: %+v, %v", r, err)
 	}
 	el, raw = iq(t, alice, "get", provJID, `<manifest-request xmlns='urn:xmpp:agent-api:0' version='1'/>`)
-	if m, err := api.ParseManifest(apiResult(t, el, raw)); err != nil || m.Hash.Value != m1.HashBase64() || !api.VerifyJSON(m.JSON, m.Hash) {
+	if m, err := api.ParseManifest(apiResult(t, el, raw)); err != nil || m.Hash.Base64() != m1.HashBase64() || !api.VerifyJSON(m.JSON, m.Hash) {
 		t.Errorf("restored manifest: %+v, %v", m, err)
 	}
 
@@ -205,7 +205,7 @@ func TestSelfRegistration(t *testing.T) {
 
 	el, raw := gatewayIQ(t, bot, "set", registerPayload(doc))
 	reg, err := api.ParseRegistered(apiResult(t, el, raw))
-	if err != nil || reg.JID != botJID || reg.Hash.Value != m.HashBase64() {
+	if err != nil || reg.JID != botJID || reg.Hash.Base64() != m.HashBase64() {
 		t.Fatalf("self-registration: %+v, %v", reg, err)
 	}
 	// From the gateway's JID, never the manifest's.

@@ -1,7 +1,6 @@
 package task
 
 import (
-	"encoding/base64"
 	"encoding/xml"
 	"strconv"
 	"strings"
@@ -697,33 +696,22 @@ func jsonText(el wire.Element, mediaType bool) (string, error) {
 	return textOnly(el)
 }
 
-// parseHashContainer reads a hashContainer: exactly one XEP-0300 <hash/>
-// with algo sha-256 and a Base64 SHA-256 digest.
+// parseHashContainer reads a hashContainer: exactly one XEP-0300 <hash/>,
+// by wire.ParseHash.
 func parseHashContainer(el wire.Element) ([32]byte, error) {
-	var out [32]byte
 	kids := el.Children()
-	if len(kids) != 1 || strings.Trim(el.Text(), " \t\r\n") != "" ||
-		kids[0].Start.Name != (xml.Name{Space: wire.NSHashes, Local: "hash"}) {
-		return out, badRequest("manifest-hash must hold one hash")
+	if len(kids) != 1 || strings.Trim(el.Text(), " \t\r\n") != "" {
+		return [32]byte{}, badRequest("manifest-hash must hold one hash")
 	}
-	h := kids[0]
-	if algo, _ := h.AttrValue("algo"); algo != hashAlgo {
-		return out, badRequest("manifest hash algorithm must be sha-256")
-	}
-	text, err := textOnly(h)
+	h, err := wire.ParseHash(kids[0])
 	if err != nil {
-		return out, err
+		return [32]byte{}, badRequest("manifest " + err.Error())
 	}
-	b, err := base64.StdEncoding.DecodeString(strings.Trim(text, " \t\r\n"))
-	if err != nil || len(b) != len(out) {
-		return out, badRequest("manifest hash is not a Base64 SHA-256 digest")
-	}
-	copy(out[:], b)
-	return out, nil
+	return h, nil
 }
 
 func hashContainer(local string, sum [32]byte) xml.TokenReader {
-	return wire.Elem(name(local), nil, wire.Hash{Algo: hashAlgo, Value: base64.StdEncoding.EncodeToString(sum[:])}.TokenReader())
+	return wire.Elem(name(local), nil, wire.Hash(sum).TokenReader())
 }
 
 func parseTaskRef(el wire.Element, local string) (string, error) {

@@ -28,13 +28,34 @@ func record(t *task.Task) (db.TaskRecord, error) {
 	}, nil
 }
 
-// decode is the inverse of record.
+// decode is the inverse of record. A task whose document does not parse,
+// or whose caller, target or route is not a JID, is an error naming the
+// task: it is never loaded, so that its events cannot be lost later for
+// want of an address.
 func decode(rec db.TaskRecord) (task.Task, error) {
 	var t task.Task
 	if err := json.Unmarshal(rec.Doc, &t); err != nil {
 		return task.Task{}, fmt.Errorf("taskd: decode task %s: %w", rec.ID, err)
 	}
+	if _, err := jid.Parse(t.Caller); err != nil {
+		return task.Task{}, fmt.Errorf("taskd: decode task %s: caller %q: %w", rec.ID, t.Caller, err)
+	}
+	if _, _, err := addresses(&t); err != nil {
+		return task.Task{}, fmt.Errorf("taskd: decode task %s: %w", rec.ID, err)
+	}
 	return t, nil
+}
+
+// addresses returns the JIDs a task's events travel between: from its
+// target endpoint to the route that invoked it.
+func addresses(t *task.Task) (from, to jid.JID, err error) {
+	if from, err = jid.Parse(t.Target); err != nil {
+		return jid.JID{}, jid.JID{}, fmt.Errorf("target %q: %w", t.Target, err)
+	}
+	if to, err = jid.Parse(t.Route); err != nil {
+		return jid.JID{}, jid.JID{}, fmt.Errorf("route %q: %w", t.Route, err)
+	}
+	return from, to, nil
 }
 
 func decodeInput(in db.TaskInput) (task.InputRecord, error) {
@@ -144,9 +165,11 @@ func (s *Service) committed(step task.Step) {
 // that invoked the task. A full queue drops them: events are best-effort,
 // and task-state recovers what was lost.
 func (s *Service) publish(t *task.Task, evs []task.Event) {
-	from, err1 := jid.Parse(t.Target)
-	to, err2 := jid.Parse(t.Route)
-	if err1 != nil || err2 != nil {
+	from, to, err := addresses(t)
+	if err != nil {
+		// Every task was admitted from parsed JIDs, and decode refuses a
+		// stored one that does not parse: this is a bug, never silence.
+		s.log.Error("task events not sent: the task has no address", "task", t.ID, "revision", evs[len(evs)-1].Revision, "err", err)
 		return
 	}
 	for _, ev := range evs {

@@ -68,7 +68,7 @@ func TestMarshal(t *testing.T) {
 		{"empty set", wire.RSMResult{Count: 7}, `<set xmlns='http://jabber.org/protocol/rsm'><count>7</count></set>`},
 		{"set", wire.RSMResult{HasItems: true, First: "a@x", Last: "b@x", Count: 2, FirstIndex: ptr(0)},
 			`<set xmlns='http://jabber.org/protocol/rsm'><first index='0'>a@x</first><last>b@x</last><count>2</count></set>`},
-		{"hash", wire.Hash{Algo: "sha-256", Value: "K2/Y="}, `<hash algo='sha-256' xmlns='urn:xmpp:hashes:2'>K2/Y=</hash>`},
+		{"hash", wire.Hash{1, 2, 3}, `<hash algo='sha-256' xmlns='urn:xmpp:hashes:2'>AQIDAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=</hash>`},
 		{"form", wire.Form{Type: "result", FormType: "urn:x", Fields: []wire.Field{{Var: "a", Values: []string{"<&>'"}}}},
 			`<x type='result' xmlns='jabber:x:data'><field type='hidden' var='FORM_TYPE'><value>urn:x</value></field><field var='a'><value>&lt;&amp;&gt;'</value></field></x>`},
 		{"info", wire.InfoResult{Node: "n", Identities: []wire.Identity{{Category: "automation", Type: "agent-gateway", Name: "G"}}, Features: []string{"f"}},
