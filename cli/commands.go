@@ -7,23 +7,18 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"math"
 	"os"
-	"os/signal"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"agentgw/api"
+	"agentgw/app"
 	"agentgw/config"
 	"agentgw/db"
-	"agentgw/gateway"
 	"agentgw/manifest"
 	"agentgw/mcpsync"
 	"agentgw/runtime/mcp"
-	"agentgw/task"
-	"agentgw/taskd"
 )
 
 func checkConfig(args []string, stdout io.Writer) error {
@@ -393,6 +388,7 @@ func endpointJID(cfg *config.Config, s string) (string, error) {
 	return "", fmt.Errorf("%q: %w", s, err)
 }
 
+// serve is `agentgw serve -config FILE`; app.Serve builds and runs it.
 func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	path := fs.String("config", "", "configuration file")
@@ -402,116 +398,5 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if err := requireConfig("serve", *path); err != nil {
 		return err
 	}
-	cfg, err := config.Load(*path)
-	if err != nil {
-		return err
-	}
-	log := newLogger(cfg, stderr)
-
-	store, err := db.Open(ctx, cfg.DatabasePath)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	if err := store.Check(ctx); err != nil {
-		return err
-	}
-	// What a previous run that died left of its tools is killed before
-	// any runtime starts or task is recovered.
-	procs := taskd.NewProcessRecorder(store, log)
-	if err := procs.KillStale(ctx); err != nil {
-		log.Error("start: stale runtime processes", "err", err)
-	}
-	defer procs.Wait()
-	mctx, stopMetrics := context.WithCancel(ctx)
-	defer stopMetrics()
-	if err := startMetrics(mctx, cfg, store, log); err != nil {
-		return err
-	}
-	gw := gateway.New(cfg, store, log)
-	hosted, err := taskd.Runtimes(ctx, store, cfg.Endpoints, taskd.RuntimeOptions{Availability: gw.Availability(), Log: log, Tracker: procs})
-	if err != nil {
-		return err
-	}
-	// Deferred in this order, so that they run in the reverse: executions
-	// stop and queued commits finish, then the MCP servers stop, then the
-	// store closes.
-	defer hosted.Close()
-	tasks, err := startTasks(ctx, cfg, store, gw, hosted, log)
-	if err != nil {
-		return err
-	}
-	defer tasks.Close()
-
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-	go func() {
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-hup:
-				reload(*path, cfg, gw, log)
-			}
-		}
-	}()
-	log.Info("agentgw starting", "config", *path, "domain", cfg.Domain.String(), "database", cfg.DatabasePath)
-	err = gw.Run(ctx)
-	log.Info("agentgw stopped")
-	return err
-}
-
-// startTasks starts the task service over the runtime of every
-// [[endpoint]] (taskd.Runtimes) with the [tasks] limits, attaches it to the
-// gateway and recovers the tasks a previous run left unsettled.
-func startTasks(ctx context.Context, cfg *config.Config, store *db.Store, gw *gateway.Gateway, hosted *taskd.Hosted, log *slog.Logger) (*taskd.Service, error) {
-	tasks, err := taskd.New(store, taskd.Options{
-		Machine: task.Config{
-			Retention:      cfg.Tasks.Retention,
-			ReplayWindow:   time.Duration(cfg.RequestReplaySeconds) * time.Second,
-			DefaultTimeout: cfg.Tasks.DefaultTimeout,
-			MaxTimeout:     cfg.Tasks.MaxTimeout,
-		},
-		Runtimes:      hosted.Runtimes,
-		Notify:        gw.SendEvent,
-		Ready:         gw.WaitConnected,
-		Availability:  hosted.Availability(gw.Availability()),
-		MaxActive:     cfg.Tasks.MaxActive,
-		PurgeInterval: cfg.Tasks.PurgeInterval,
-		Log:           log,
-	})
-	if err != nil {
-		return nil, err
-	}
-	gw.AttachTasks(tasks)
-	if err := tasks.Start(ctx); err != nil {
-		tasks.Close()
-		return nil, err
-	}
-	log.Info("tasks ready", "endpoints", len(hosted.Runtimes), "active", tasks.Active())
-	return tasks, nil
-}
-
-// reload applies a changed policy on SIGHUP. A bad file keeps the policy in
-// force and logs every problem; changes outside [policy] need a restart.
-func reload(path string, running *config.Config, gw *gateway.Gateway, log *slog.Logger) {
-	cfg, err := config.Load(path)
-	if err != nil {
-		var errs config.Errors
-		if errors.As(err, &errs) {
-			for _, e := range errs {
-				log.Error("reload: keeping the running configuration", "problem", e.Error())
-			}
-		} else {
-			log.Error("reload: keeping the running configuration", "problem", err.Error())
-		}
-		return
-	}
-	gw.SetPolicy(cfg.Policy)
-	if cfg.String() != running.String() || string(cfg.Secret) != string(running.Secret) {
-		log.Warn("reload: only [policy] is applied without a restart")
-	}
-	log.Info("reload: policy applied", "visibility_grants", len(cfg.Policy.Visibility), "invoke_grants", len(cfg.Policy.Invoke),
-		"admins", len(cfg.Policy.Admins), "self_register", cfg.Policy.SelfRegister)
+	return app.Serve(ctx, *path, stderr)
 }

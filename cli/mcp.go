@@ -9,9 +9,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"sync"
 	"time"
 
+	"agentgw/app"
 	"agentgw/config"
 	"agentgw/mcpserver"
 
@@ -64,33 +64,14 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		}
 	}
 
-	store, err := mcpserver.OpenStore(ctx, cfg.MCP.Database)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	served, err := app.StartMCP(ctx, cfg.MCP, accounts, *httpAddr != "", log)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer cancel()
-	servers := map[string]*mcpserver.Server{}
-	for _, a := range accounts {
-		acct := mcpserver.NewAccount(mcpserver.AccountOptions{
-			JID: a.JID, Password: string(a.Password), Server: a.Server,
-			QueueMax: cfg.MCP.QueueMax, Store: store, Log: log,
-		})
-		srv, err := mcpserver.New(ctx, acct, store, mcpserver.Options{CheckScopes: *httpAddr != "", Log: log})
-		if err != nil {
-			return err
-		}
-		servers[a.JID.String()] = srv
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			acct.Run(ctx)
-		}()
-	}
+	defer served.Close()
+	servers := served.Servers
 
 	if *httpAddr == "" {
 		srv := servers[accounts[0].JID.String()]

@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"agentgw/app"
 	"context"
 	"encoding/xml"
 	"fmt"
@@ -68,7 +69,7 @@ func startTasksOn(t *testing.T, srv *fakeServer, setup func(*gateway.Gateway)) *
 	store.Now = clock.Now
 	t.Cleanup(func() { store.Close() })
 	ctx := context.Background()
-	if err := taskd.RegisterBuiltin(ctx, store, demoJID); err != nil {
+	if err := app.RegisterBuiltin(ctx, store, demoJID); err != nil {
 		t.Fatal(err)
 	}
 	man, err := builtin.Manifest(demoJID)

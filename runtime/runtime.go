@@ -46,20 +46,6 @@ import (
 	"time"
 )
 
-// Kind names a runtime in the configuration: the runtime key of an
-// [[endpoint]] table.
-type Kind string
-
-// The runtime kinds.
-const (
-	// Builtin hosts the demo tools of package runtime/builtin.
-	Builtin Kind = "builtin"
-	// Exec runs a local command per task (package runtime/exec).
-	Exec Kind = "exec"
-	// MCP bridges to an upstream MCP server (runtime/mcp, docs/mcp.md).
-	MCP Kind = "mcp"
-)
-
 // Reserved failure codes of the ProtoXEP ("Error Handling"). Any other code
 // must be namespace-qualified, for example "com.example.weather:quota".
 const (

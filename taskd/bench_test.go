@@ -1,6 +1,7 @@
 package taskd_test
 
 import (
+	"agentgw/app"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -123,7 +124,7 @@ func benchAdmission(b *testing.B, mode string, callers int) {
 		b.Fatal(err)
 	}
 	defer store.Close()
-	if err := taskd.RegisterBuiltin(ctx, store, demo); err != nil {
+	if err := app.RegisterBuiltin(ctx, store, demo); err != nil {
 		b.Fatal(err)
 	}
 	man, err := builtin.Manifest(demo)

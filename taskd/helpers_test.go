@@ -1,6 +1,7 @@
 package taskd_test
 
 import (
+	"agentgw/app"
 	"context"
 	"encoding/json"
 	"encoding/xml"
@@ -78,7 +79,7 @@ func newEnv(t *testing.T, opts ...option) *env {
 	}
 	e.openStore()
 	ctx := context.Background()
-	if err := taskd.RegisterBuiltin(ctx, e.store, demo); err != nil {
+	if err := app.RegisterBuiltin(ctx, e.store, demo); err != nil {
 		t.Fatal(err)
 	}
 	man, err := builtin.Manifest(demo)

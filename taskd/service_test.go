@@ -1,6 +1,7 @@
 package taskd_test
 
 import (
+	"agentgw/app"
 	"context"
 	"errors"
 	"fmt"
@@ -199,7 +200,7 @@ func TestAuthorizationBeforeValidity(t *testing.T) {
 	// bob may invoke echo only, and only at the demo endpoint.
 	bob, _ := policy.ParsePrincipal("bob@example.org")
 	e.pol.Invoke = append(e.pol.Invoke, policy.Grant{Principals: []policy.Principal{bob}, Endpoints: []string{demo}, Tools: []string{"echo"}})
-	if err := taskd.RegisterBuiltin(ctx, e.store, "norun@agents.example"); err != nil {
+	if err := app.RegisterBuiltin(ctx, e.store, "norun@agents.example"); err != nil {
 		t.Fatal(err)
 	}
 	good := e.invokeEl("req-auth-0123456789abcdef01", "ask", `{"question":"?"}`, time.Time{})

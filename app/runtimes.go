@@ -1,4 +1,4 @@
-package taskd
+package app
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"agentgw/runtime/builtin"
 	"agentgw/runtime/exec"
 	"agentgw/runtime/mcp"
+	"agentgw/taskd"
 )
 
 // startSyncTimeout bounds the first imports of the mcp endpoints, which
@@ -24,7 +25,7 @@ const startSyncTimeout = 45 * time.Second
 type RuntimeOptions struct {
 	// Availability, if set, hears whether the MCP server of each mcp
 	// endpoint is up (Gateway.Availability), so that presence follows.
-	Availability Availability
+	Availability taskd.Availability
 	// Log receives the mcp endpoints' imports and availability changes.
 	Log *slog.Logger
 	// MCP, if set, may change the options of each mcp runtime before it
@@ -132,7 +133,7 @@ func Runtimes(ctx context.Context, store *db.Store, endpoints []config.Endpoint,
 // it ignores the mcp endpoints: their presence follows their MCP server
 // alone, not whether the runtime accepted a task (an mcp runtime accepts
 // every task and reports a server that is down as the task's failure).
-func (h *Hosted) Availability(a Availability) Availability {
+func (h *Hosted) Availability(a taskd.Availability) taskd.Availability {
 	if a == nil || len(h.MCP) == 0 {
 		return a
 	}
@@ -141,7 +142,7 @@ func (h *Hosted) Availability(a Availability) Availability {
 
 // selfReported passes on the reports of endpoints not in skip.
 type selfReported struct {
-	a    Availability
+	a    taskd.Availability
 	skip map[string]*mcpsync.Endpoint
 }
 

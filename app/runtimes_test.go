@@ -1,4 +1,4 @@
-package taskd_test
+package app_test
 
 import (
 	"context"
@@ -7,12 +7,15 @@ import (
 	"testing"
 	"time"
 
+	"agentgw/app"
 	"agentgw/config"
 	"agentgw/db"
 	"agentgw/runtime/mcp"
 	"agentgw/runtime/mcp/mcptest"
-	"agentgw/taskd"
 )
+
+// demo is the JID of a builtin endpoint.
+const demo = "demo@agents.example"
 
 // marks records availability reports.
 type marks struct {
@@ -52,10 +55,10 @@ func TestRuntimesMCP(t *testing.T) {
 	const tools = "tools@agents.example"
 	srv := mcptest.New(mcptest.Options{})
 	avail := &marks{}
-	h, err := taskd.Runtimes(ctx, store, []config.Endpoint{
+	h, err := app.Runtimes(ctx, store, []config.Endpoint{
 		{JID: demo, Runtime: config.RuntimeBuiltin},
 		{JID: tools, Runtime: config.RuntimeMCP, MCP: &config.MCPEndpoint{}},
-	}, taskd.RuntimeOptions{
+	}, app.RuntimeOptions{
 		Availability: avail,
 		MCP: func(ep string, o *mcp.Options) {
 			if ep != tools {
@@ -110,10 +113,10 @@ func TestRuntimesMCPOptionsError(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	_, err = taskd.Runtimes(ctx, store, []config.Endpoint{
+	_, err = app.Runtimes(ctx, store, []config.Endpoint{
 		{JID: demo, Runtime: config.RuntimeBuiltin},
 		{JID: "tools@agents.example", Runtime: config.RuntimeMCP, MCP: &config.MCPEndpoint{}},
-	}, taskd.RuntimeOptions{})
+	}, app.RuntimeOptions{})
 	if err == nil || err.Error() != "endpoint[1]: mcp: exactly one of command and url must be set" {
 		t.Errorf("error %v", err)
 	}

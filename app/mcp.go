@@ -1,0 +1,59 @@
+package app
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+
+	"agentgw/config"
+	"agentgw/mcpserver"
+)
+
+// MCP is what `agentgw mcp` serves: the received-message store, and one
+// XMPP session and one MCP server per account.
+type MCP struct {
+	// Servers maps an account's bare JID to its MCP server.
+	Servers map[string]*mcpserver.Server
+
+	store  *mcpserver.Store
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// StartMCP opens the store of cfg ([mcp] database) and starts, for each of
+// accounts, its session (logged in and reconnected until Close) and its
+// MCP server. checkScopes makes every server check the token's scopes
+// (Streamable HTTP); stdio has none.
+func StartMCP(ctx context.Context, cfg *config.MCPServer, accounts []config.MCPAccount, checkScopes bool, log *slog.Logger) (*MCP, error) {
+	store, err := mcpserver.OpenStore(ctx, cfg.Database)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	m := &MCP{Servers: map[string]*mcpserver.Server{}, store: store, cancel: cancel}
+	for _, a := range accounts {
+		acct := mcpserver.NewAccount(mcpserver.AccountOptions{
+			JID: a.JID, Password: string(a.Password), Server: a.Server,
+			QueueMax: cfg.QueueMax, Store: store, Log: log,
+		})
+		srv, err := mcpserver.New(ctx, acct, store, mcpserver.Options{CheckScopes: checkScopes, Log: log})
+		if err != nil {
+			m.Close()
+			return nil, err
+		}
+		m.Servers[a.JID.String()] = srv
+		m.wg.Add(1)
+		go func() {
+			defer m.wg.Done()
+			acct.Run(ctx)
+		}()
+	}
+	return m, nil
+}
+
+// Close ends every session, waits for them, and closes the store.
+func (m *MCP) Close() error {
+	m.cancel()
+	m.wg.Wait()
+	return m.store.Close()
+}

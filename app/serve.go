@@ -1,0 +1,145 @@
+// Package app is the composition root of agentgw: from a loaded
+// configuration it builds the store, the policy, the runtimes and the
+// services, and wires them together for `agentgw serve` (Serve). The
+// packages below it take values and interfaces: taskd knows nothing of
+// config, mcpsync or the runtime kinds, which are chosen here (Runtimes).
+package app
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"agentgw/config"
+	"agentgw/db"
+	"agentgw/gateway"
+	"agentgw/task"
+	"agentgw/taskd"
+)
+
+// Serve is `agentgw serve`: it loads the configuration at path and builds,
+// in order, the logger, the store (checked), the process recorder (which
+// first kills what a previous run left of its tools), the metrics
+// listener, the gateway with its policy, the runtime of every
+// [[endpoint]], and the task service; then it serves the component stream
+// until ctx ends, applying a changed policy on SIGHUP. It tears down in
+// the reverse order.
+func Serve(ctx context.Context, path string, stderr io.Writer) error {
+	cfg, err := config.Load(path)
+	if err != nil {
+		return err
+	}
+	log := newLogger(cfg, stderr)
+
+	store, err := db.Open(ctx, cfg.DatabasePath)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	if err := store.Check(ctx); err != nil {
+		return err
+	}
+	// What a previous run that died left of its tools is killed before
+	// any runtime starts or task is recovered.
+	procs := taskd.NewProcessRecorder(store, log)
+	if err := procs.KillStale(ctx); err != nil {
+		log.Error("start: stale runtime processes", "err", err)
+	}
+	defer procs.Wait()
+	mctx, stopMetrics := context.WithCancel(ctx)
+	defer stopMetrics()
+	if err := startMetrics(mctx, cfg, store, log); err != nil {
+		return err
+	}
+	gw := gateway.New(cfg, store, log)
+	hosted, err := Runtimes(ctx, store, cfg.Endpoints, RuntimeOptions{Availability: gw.Availability(), Log: log, Tracker: procs})
+	if err != nil {
+		return err
+	}
+	// Deferred in this order, so that they run in the reverse: executions
+	// stop and queued commits finish, then the MCP servers stop, then the
+	// store closes.
+	defer hosted.Close()
+	tasks, err := startTasks(ctx, cfg, store, gw, hosted, log)
+	if err != nil {
+		return err
+	}
+	defer tasks.Close()
+
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				reload(path, cfg, gw, log)
+			}
+		}
+	}()
+	log.Info("agentgw starting", "config", path, "domain", cfg.Domain.String(), "database", cfg.DatabasePath)
+	err = gw.Run(ctx)
+	log.Info("agentgw stopped")
+	return err
+}
+
+// startTasks starts the task service over the runtime of every
+// [[endpoint]] (Runtimes) with the [tasks] limits, attaches it to the
+// gateway and recovers the tasks a previous run left unsettled.
+func startTasks(ctx context.Context, cfg *config.Config, store *db.Store, gw *gateway.Gateway, hosted *Hosted, log *slog.Logger) (*taskd.Service, error) {
+	tasks, err := taskd.New(store, taskd.Options{
+		Machine: task.Config{
+			Retention:      cfg.Tasks.Retention,
+			ReplayWindow:   time.Duration(cfg.RequestReplaySeconds) * time.Second,
+			DefaultTimeout: cfg.Tasks.DefaultTimeout,
+			MaxTimeout:     cfg.Tasks.MaxTimeout,
+		},
+		Runtimes:      hosted.Runtimes,
+		Notify:        gw.SendEvent,
+		Ready:         gw.WaitConnected,
+		Availability:  hosted.Availability(gw.Availability()),
+		MaxActive:     cfg.Tasks.MaxActive,
+		PurgeInterval: cfg.Tasks.PurgeInterval,
+		Log:           log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	gw.AttachTasks(tasks)
+	if err := tasks.Start(ctx); err != nil {
+		tasks.Close()
+		return nil, err
+	}
+	log.Info("tasks ready", "endpoints", len(hosted.Runtimes), "active", tasks.Active())
+	return tasks, nil
+}
+
+// reload applies a changed policy on SIGHUP. A bad file keeps the policy in
+// force and logs every problem; changes outside [policy] need a restart.
+func reload(path string, running *config.Config, gw *gateway.Gateway, log *slog.Logger) {
+	cfg, err := config.Load(path)
+	if err != nil {
+		var errs config.Errors
+		if errors.As(err, &errs) {
+			for _, e := range errs {
+				log.Error("reload: keeping the running configuration", "problem", e.Error())
+			}
+		} else {
+			log.Error("reload: keeping the running configuration", "problem", err.Error())
+		}
+		return
+	}
+	gw.SetPolicy(cfg.Policy)
+	if cfg.String() != running.String() || string(cfg.Secret) != string(running.Secret) {
+		log.Warn("reload: only [policy] is applied without a restart")
+	}
+	log.Info("reload: policy applied", "visibility_grants", len(cfg.Policy.Visibility), "invoke_grants", len(cfg.Policy.Invoke),
+		"admins", len(cfg.Policy.Admins), "self_register", cfg.Policy.SelfRegister)
+}
