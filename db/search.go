@@ -92,11 +92,6 @@ const (
 func init() {
 	sqlite.MustRegisterDeterministicScalarFunction(sqlFuncSearchText, 3, sqlSearchText)
 	sqlite.MustRegisterDeterministicScalarFunction(sqlFuncSearchGrams, 1, sqlSearchGrams)
-	// Preparing a search statement costs three to five times what running
-	// one does: prepare them once per store, with the other hot reads.
-	hotReads = append(hotReads,
-		searchGramCounts, searchCountAll, searchCountSample, searchAscAll, searchDescAll,
-		searchCountScoped, searchAscScoped, searchDescScoped)
 }
 
 // The search queries. Unscoped pages walk one gram's postings in jid order

@@ -45,10 +45,6 @@ const (
 	searchTextCount       = `SELECT count(*) FROM search_text`
 )
 
-func init() {
-	hotReads = append(hotReads, searchGenerationQuery)
-}
-
 // memIndex is search_text as of one generation, in JID order, with the
 // postings of every gram (indices into the slices, ascending).
 type memIndex struct {

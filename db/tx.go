@@ -38,10 +38,18 @@ func newTxn(tx *sql.Tx, now time.Time) *txn {
 // already prepared on that connection: no parsing per call. Preparing at Open
 // (not lazily) matters: a pool prepare needs a free connection, and lazily
 // every reader could be inside a transaction waiting for one.
+//
+// They are all listed here, in one place: the endpoint reads of disco#info
+// (endpoint.go, summary.go), the directory pages (directory.go), the
+// search pages (search.go: preparing one costs three to five times what
+// running it does) and the search index's generation (search_mem.go).
 var hotReads = []string{
 	activeVersionQuery, activeSummaryQuery,
 	directoryCountAll, directoryCountScoped,
 	directoryAscAll, directoryDescAll, directoryAscScoped, directoryDescScoped,
+	searchGramCounts, searchCountAll, searchCountSample, searchAscAll, searchDescAll,
+	searchCountScoped, searchAscScoped, searchDescScoped,
+	searchGenerationQuery,
 }
 
 // stmt returns query prepared for this transaction.
