@@ -1,6 +1,8 @@
 package adhoc
 
 import (
+	"agentgw/surface"
+
 	"context"
 	"encoding/base64"
 	"errors"
@@ -109,7 +111,7 @@ func (s *GatewayService) Info(r Request, node string) (wire.InfoResult, error) {
 			return CommandInfo(node, c.name), nil
 		}
 	}
-	return wire.InfoResult{}, ErrNotFound
+	return wire.InfoResult{}, surface.ErrItemNotFound
 }
 
 func (s *GatewayService) pageSize() int {
@@ -123,10 +125,10 @@ func (s *GatewayService) pageSize() int {
 func (s *GatewayService) Execute(ctx context.Context, r Request) (Command, error) {
 	cmd, err := ParseCommand(r.Payload)
 	if err != nil {
-		return Command{}, ErrBadRequest
+		return Command{}, surface.ErrBadRequest
 	}
 	if !allowed(r, cmd.Node) {
-		return Command{}, ErrNotFound
+		return Command{}, surface.ErrItemNotFound
 	}
 	owner := r.From.Bare().String()
 	var sess *gwSession
@@ -136,7 +138,7 @@ func (s *GatewayService) Execute(ctx context.Context, r Request) (Command, error
 			return Command{}, err
 		}
 	} else if sess = s.Sessions.get(id, owner, cmd.Node); sess == nil {
-		return Command{}, ErrBadRequest
+		return Command{}, surface.ErrBadRequest
 	}
 	reply := func(status string, acts *Actions, form *Form, notes ...Note) Command {
 		if status != StatusExecuting {
@@ -160,7 +162,7 @@ func (s *GatewayService) Execute(ctx context.Context, r Request) (Command, error
 	case NodeDeactivate:
 		return x.deactivate(ctx)
 	}
-	return Command{}, ErrNotFound
+	return Command{}, surface.ErrItemNotFound
 }
 
 type gwExchange struct {

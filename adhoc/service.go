@@ -1,6 +1,8 @@
 package adhoc
 
 import (
+	"agentgw/surface"
+
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -19,7 +21,6 @@ import (
 	"agentgw/wire"
 
 	"mellium.im/xmpp/jid"
-	"mellium.im/xmpp/stanza"
 )
 
 // Tunables of the command surface (docs/limits.md).
@@ -34,15 +35,11 @@ const (
 	sessionPrefix = "ah"
 )
 
-// Errors of the command surface. Hidden, ungranted and nonexistent
-// commands all answer ErrNotFound, the same bytes as the directory's.
-var (
-	ErrNotFound   = directory.ErrNotFound
-	ErrBadRequest = stanza.Error{Type: stanza.Modify, Condition: stanza.BadRequest}
-	// ErrSessionExpired answers a sessionid of a task that no longer
-	// exists (XEP-0050 §4.4 session-expired is not-allowed).
-	ErrSessionExpired = stanza.Error{Type: stanza.Cancel, Condition: stanza.NotAllowed}
-)
+// ErrSessionExpired answers a sessionid of a task that no longer exists
+// (XEP-0050 §4.4 session-expired is not-allowed). Hidden, ungranted and
+// nonexistent commands all answer surface.ErrItemNotFound, the same bytes
+// as the directory's.
+var ErrSessionExpired = surface.ErrNotAllowed
 
 // Task is what the service shows of a task: the committed task and, for
 // one that runs, the latest progress it reported.
@@ -99,14 +96,14 @@ type Request struct {
 }
 
 // commandTools returns the active version of a visible, hosted endpoint
-// and the tools of it that from may invoke, or ErrNotFound.
+// and the tools of it that from may invoke, or surface.ErrItemNotFound.
 func (s *Service) commandTools(ctx context.Context, r Request) (*manifest.Manifest, []*manifest.Tool, error) {
 	v, err := s.Dir.EndpointSummary(ctx, r.Policy, r.From, r.To)
 	if err != nil {
 		return nil, nil, err
 	}
 	if s.Tasks == nil || !s.Tasks.Hosts(v.JID) {
-		return nil, nil, ErrNotFound
+		return nil, nil, surface.ErrItemNotFound
 	}
 	m, err := s.Tasks.Manifest(ctx, v.JID, v.Version)
 	if err != nil {
@@ -120,7 +117,7 @@ func (s *Service) commandTools(ctx context.Context, r Request) (*manifest.Manife
 		}
 	}
 	if len(tools) == 0 {
-		return nil, nil, ErrNotFound
+		return nil, nil, surface.ErrItemNotFound
 	}
 	return m, tools, nil
 }
@@ -135,7 +132,7 @@ func IsCommandNode(node string) bool { return node == NS || offered(node) }
 
 func notFound(err error) error {
 	if errors.Is(err, task.ErrNotFound) || errors.Is(err, db.ErrNotFound) {
-		return ErrNotFound
+		return surface.ErrItemNotFound
 	}
 	return err
 }
@@ -178,7 +175,7 @@ func (s *Service) Info(ctx context.Context, r Request, node string) (wire.InfoRe
 			return CommandInfo(node, toolTitle(t)), nil
 		}
 	}
-	return wire.InfoResult{}, ErrNotFound
+	return wire.InfoResult{}, surface.ErrItemNotFound
 }
 
 // CommandInfo is the disco#info of a command node (XEP-0050 §2.3).
@@ -215,7 +212,7 @@ func (s *Service) newSession(version string) (session, error) {
 	}
 	id := sessionPrefix + hex.EncodeToString(b[:]) + "~" + version
 	if !task.ValidID(id) {
-		return session{}, ErrNotFound
+		return session{}, surface.ErrItemNotFound
 	}
 	return session{id: id, version: version}, nil
 }
@@ -235,16 +232,16 @@ func parseSession(id string) (session, bool) {
 
 // Execute answers a <command/> addressed to an endpoint. Authorization is
 // that of <invoke/>: r.From must be granted this exact tool; visibility is
-// not needed. Anything else answers ErrNotFound, before any other check
+// not needed. Anything else answers surface.ErrItemNotFound, before any other check
 // that could tell a hidden command from a missing one.
 func (s *Service) Execute(ctx context.Context, r Request) (Command, error) {
 	cmd, err := ParseCommand(r.Payload)
 	if err != nil {
-		return Command{}, ErrBadRequest
+		return Command{}, surface.ErrBadRequest
 	}
 	target := r.To.Bare().String()
 	if !offered(cmd.Node) || !r.Policy.CanInvoke(r.From, target, cmd.Node) || s.Tasks == nil {
-		return Command{}, ErrNotFound
+		return Command{}, surface.ErrItemNotFound
 	}
 	var sess session
 	if cmd.SessionID == "" {
@@ -258,11 +255,11 @@ func (s *Service) Execute(ctx context.Context, r Request) (Command, error) {
 	} else {
 		var ok bool
 		if sess, ok = parseSession(cmd.SessionID); !ok {
-			return Command{}, ErrBadRequest
+			return Command{}, surface.ErrBadRequest
 		}
 	}
 	if !s.Tasks.Hosts(target) {
-		return Command{}, ErrNotFound
+		return Command{}, surface.ErrItemNotFound
 	}
 	m, err := s.Tasks.Manifest(ctx, target, sess.version)
 	if err != nil {
@@ -270,7 +267,7 @@ func (s *Service) Execute(ctx context.Context, r Request) (Command, error) {
 	}
 	tool, ok := m.Tool(cmd.Node)
 	if !ok {
-		return Command{}, ErrNotFound
+		return Command{}, surface.ErrItemNotFound
 	}
 	x := exchange{s: s, r: r, cmd: cmd, sess: sess, m: m, tool: tool}
 	if cmd.SessionID == "" {
@@ -332,12 +329,12 @@ func (x *exchange) run(ctx context.Context) (Command, error) {
 	}
 	if exists && cur.Tool != x.tool.Name {
 		// The sessionid of another command: not this session.
-		return Command{}, ErrBadRequest
+		return Command{}, surface.ErrBadRequest
 	}
 	cancel := x.cmd.Action == ActionCancel || (x.cmd.Form != nil && x.cmd.Form.Type == FormCancel)
 	switch {
 	case x.cmd.Action == ActionPrev:
-		return Command{}, ErrBadRequest
+		return Command{}, surface.ErrBadRequest
 	case cancel && !exists:
 		// Nothing was submitted: nothing runs.
 		return x.reply(StatusCanceled, nil, nil, Note{Type: NoteInfo, Text: "Canceled before anything ran."}), nil

@@ -54,6 +54,8 @@
 package api
 
 import (
+	"agentgw/surface"
+
 	"errors"
 	"fmt"
 	"slices"
@@ -130,9 +132,9 @@ func GatewayFeatures(p *policy.Policy) []string {
 }
 
 // Stanza errors of this package. Hidden and nonexistent objects share
-// ErrNotFound, which is directory.ErrNotFound: the same bytes everywhere.
+// ErrNotFound, which is surface.ErrItemNotFound: the same bytes everywhere.
 var (
-	ErrNotFound           = directory.ErrNotFound
+	ErrNotFound           = surface.ErrItemNotFound
 	ErrBadRequest         = stanza.Error{Type: stanza.Modify, Condition: stanza.BadRequest}
 	ErrForbidden          = stanza.Error{Type: stanza.Auth, Condition: stanza.Forbidden}
 	ErrConflict           = stanza.Error{Type: stanza.Cancel, Condition: stanza.Conflict}

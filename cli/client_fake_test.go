@@ -1,6 +1,8 @@
 package cli_test
 
 import (
+	"agentgw/surface"
+
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -263,7 +265,7 @@ func (f *fakeTarget) iq(c *fakeConn, typ, to, payload string) (answer string, lo
 		return fmt.Sprintf(`<iq xmlns='jabber:client' type='result' id='x' from='%s' to='%s'>%s</iq>`, to, c.jid, marshal(f.t, r))
 	}
 	if to != f.ep.String() {
-		return f.errorIQ(c, to, directory.ErrNotFound), false
+		return f.errorIQ(c, to, surface.ErrItemNotFound), false
 	}
 	node, _ := el.AttrValue("node")
 	var out xml.TokenReader
@@ -408,7 +410,7 @@ func (f *fakeTarget) discoInfo(node string) (xml.TokenReader, error) {
 	version, name, err := manifest.ParseToolNode(node)
 	t, ok := m.Tool(name)
 	if err != nil || version != m.Version || !ok {
-		return nil, directory.ErrNotFound
+		return nil, surface.ErrItemNotFound
 	}
 	return wire.InfoResult{
 		Node:       node,
@@ -426,7 +428,7 @@ func (f *fakeTarget) discoInfo(node string) (xml.TokenReader, error) {
 // discoItems lists the tools two by two, as pages of XEP-0059.
 func (f *fakeTarget) discoItems(node string, el wire.Element) (xml.TokenReader, error) {
 	if node != manifest.ToolsNode(f.man.Version) {
-		return nil, directory.ErrNotFound
+		return nil, surface.ErrItemNotFound
 	}
 	rsm, _, err := wire.FindRSM(el)
 	if err != nil {

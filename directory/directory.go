@@ -9,6 +9,8 @@
 package directory
 
 import (
+	"agentgw/surface"
+
 	"context"
 	"encoding/base64"
 	"errors"
@@ -20,7 +22,6 @@ import (
 	"agentgw/wire"
 
 	"mellium.im/xmpp/jid"
-	"mellium.im/xmpp/stanza"
 )
 
 // Namespaces, features, identities and the form type of the profile.
@@ -44,12 +45,6 @@ const (
 var (
 	GatewayFeatures  = []string{wire.NSDiscoInfo, wire.NSDiscoItems, NS}
 	EndpointFeatures = []string{wire.NSDiscoInfo, wire.NSDiscoItems, NSEndpoint}
-)
-
-// Errors returned by the handlers. Hidden and nonexistent share ErrNotFound.
-var (
-	ErrNotFound   = stanza.Error{Type: stanza.Cancel, Condition: stanza.ItemNotFound}
-	ErrBadRequest = stanza.Error{Type: stanza.Modify, Condition: stanza.BadRequest}
 )
 
 // Service answers Core Directory queries from the store.
@@ -84,7 +79,7 @@ func (s *Service) GatewayInfo(node string, features []string) (wire.InfoResult, 
 			Features:   []string{wire.NSDiscoInfo, wire.NSDiscoItems},
 		}, nil
 	}
-	return wire.InfoResult{}, ErrNotFound
+	return wire.InfoResult{}, surface.ErrItemNotFound
 }
 
 // Items is the disco#items of the gateway JID: the directory page of
@@ -92,11 +87,11 @@ func (s *Service) GatewayInfo(node string, features []string) (wire.InfoResult, 
 // being the RSM id.
 func (s *Service) Items(ctx context.Context, pol *policy.Policy, requester jid.JID, node string, payload wire.Element) (wire.ItemsResult, error) {
 	if node != "" && node != NS {
-		return wire.ItemsResult{}, ErrNotFound
+		return wire.ItemsResult{}, surface.ErrItemNotFound
 	}
 	rsm, _, err := wire.FindRSM(payload)
 	if err != nil {
-		return wire.ItemsResult{}, ErrBadRequest
+		return wire.ItemsResult{}, surface.ErrBadRequest
 	}
 	page := db.Page{Max: rsm.PageSize(s.PageMax), After: rsm.After, Before: rsm.Before, Index: rsm.Index}
 	scope := pol.VisibleScope(requester)
@@ -117,7 +112,7 @@ func (s *Service) Items(ctx context.Context, pol *policy.Policy, requester jid.J
 }
 
 // Endpoint returns the active version of endpoint, canonical bytes
-// included, if requester may see it, and ErrNotFound otherwise, whether the
+// included, if requester may see it, and surface.ErrItemNotFound otherwise, whether the
 // endpoint is hidden, inactive or nonexistent. The first look at the store
 // reads only the summary row, whose cost does not depend on the manifest's
 // size, and is made in every case; the manifest is read only for a requester
@@ -131,7 +126,7 @@ func (s *Service) Endpoint(ctx context.Context, pol *policy.Policy, requester ji
 	v, err := s.Store.ActiveVersion(ctx, bare)
 	if errors.Is(err, db.ErrNotFound) {
 		// Deactivated in between.
-		return db.Version{}, ErrNotFound
+		return db.Version{}, surface.ErrItemNotFound
 	}
 	return v, err
 }
@@ -147,11 +142,11 @@ func (s *Service) visible(ctx context.Context, pol *policy.Policy, requester jid
 	visible := pol.CanSee(requester, bare)
 	switch {
 	case errors.Is(err, db.ErrNotFound):
-		return db.Version{}, ErrNotFound
+		return db.Version{}, surface.ErrItemNotFound
 	case err != nil:
 		return db.Version{}, err
 	case !visible:
-		return db.Version{}, ErrNotFound
+		return db.Version{}, surface.ErrItemNotFound
 	}
 	return v, nil
 }

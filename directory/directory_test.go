@@ -1,6 +1,8 @@
 package directory_test
 
 import (
+	"agentgw/surface"
+
 	"context"
 	"crypto/sha256"
 	"encoding/xml"
@@ -96,7 +98,7 @@ func TestItemsClampAndCount(t *testing.T) {
 		`<set xmlns='http://jabber.org/protocol/rsm'><frob/></set>`,
 		`<set xmlns='http://jabber.org/protocol/rsm'><max><b/></max></set>`,
 	} {
-		if _, err := svc.Items(ctx, everyone(), alice, "", query(t, bad)); !errors.Is(err, directory.ErrBadRequest) {
+		if _, err := svc.Items(ctx, everyone(), alice, "", query(t, bad)); !errors.Is(err, surface.ErrBadRequest) {
 			t.Errorf("%s: err = %v, want bad-request", bad, err)
 		}
 	}

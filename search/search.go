@@ -37,7 +37,6 @@ import (
 	"agentgw/wire"
 
 	"mellium.im/xmpp/jid"
-	"mellium.im/xmpp/stanza"
 )
 
 // NS is the XEP-0055 namespace; it is also the search form's FORM_TYPE.
@@ -65,12 +64,6 @@ const (
 	// maxNickBytes bounds the nick; a longer one is not-acceptable. It is
 	// longer than any title or name a manifest may have.
 	maxNickBytes = 1024
-)
-
-// Errors returned by ParseRequest and Service.Search.
-var (
-	ErrBadRequest    = stanza.Error{Type: stanza.Modify, Condition: stanza.BadRequest}
-	ErrNotAcceptable = stanza.Error{Type: stanza.Modify, Condition: stanza.NotAcceptable}
 )
 
 // GatewayFields is the answer to a search get at the gateway.
@@ -102,7 +95,7 @@ type Service struct {
 }
 
 // Search answers a search set: payload is the <query/>. Errors are
-// ErrBadRequest and ErrNotAcceptable for the request, or store errors.
+// surface.ErrBadRequest and surface.ErrNotAcceptable for the request, or store errors.
 func (s *Service) Search(ctx context.Context, pol *policy.Policy, requester jid.JID, payload wire.Element) (Result, error) {
 	req, err := ParseRequest(payload)
 	if err != nil {

@@ -1,6 +1,8 @@
 package search_test
 
 import (
+	"agentgw/surface"
+
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -185,8 +187,8 @@ func TestSearchErrors(t *testing.T) {
 		body string
 		want error
 	}{
-		{`<query xmlns='jabber:iq:search'><nick/><set xmlns='http://jabber.org/protocol/rsm'><max>x</max></set></query>`, search.ErrBadRequest},
-		{`<query xmlns='jabber:iq:search'><x xmlns='jabber:x:data' type='submit'><field var='FORM_TYPE'><value>urn:other</value></field></x></query>`, search.ErrNotAcceptable},
+		{`<query xmlns='jabber:iq:search'><nick/><set xmlns='http://jabber.org/protocol/rsm'><max>x</max></set></query>`, surface.ErrBadRequest},
+		{`<query xmlns='jabber:iq:search'><x xmlns='jabber:x:data' type='submit'><field var='FORM_TYPE'><value>urn:other</value></field></x></query>`, surface.ErrNotAcceptable},
 	} {
 		el, err := wire.Parse(tc.body)
 		if err != nil {

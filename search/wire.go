@@ -1,6 +1,8 @@
 package search
 
 import (
+	"agentgw/surface"
+
 	"encoding/xml"
 	"slices"
 	"strconv"
@@ -38,7 +40,7 @@ func (f Fields) TokenReader() xml.TokenReader {
 func ParseFields(q wire.Element) (Fields, error) {
 	var f Fields
 	if q.Start.Name != Name {
-		return f, ErrBadRequest
+		return f, surface.ErrBadRequest
 	}
 	for _, c := range q.Children() {
 		switch {
@@ -88,11 +90,11 @@ var (
 )
 
 // ParseRequest reads a search set's <query/>, applying the rules in the
-// package documentation; its errors are ErrBadRequest and ErrNotAcceptable.
+// package documentation; its errors are surface.ErrBadRequest and surface.ErrNotAcceptable.
 func ParseRequest(q wire.Element) (Request, error) {
 	var req Request
 	if q.Start.Name != Name {
-		return req, ErrBadRequest
+		return req, surface.ErrBadRequest
 	}
 	var form *wire.Element
 	legacy := false
@@ -100,32 +102,32 @@ func ParseRequest(q wire.Element) (Request, error) {
 		switch {
 		case c.Start.Name == nameNick:
 			if legacy || len(c.Children()) > 0 {
-				return req, ErrBadRequest
+				return req, surface.ErrBadRequest
 			}
 			legacy, req.Nick = true, c.Text()
 		case c.Start.Name == nameForm:
 			if form != nil {
-				return req, ErrBadRequest
+				return req, surface.ErrBadRequest
 			}
 			form = &c
 		case c.Start.Name == nameSet:
 			if req.RSM != nil {
-				return req, ErrBadRequest
+				return req, surface.ErrBadRequest
 			}
 			rsm, err := wire.ParseRSM(c)
 			if err != nil {
-				return req, ErrBadRequest
+				return req, surface.ErrBadRequest
 			}
 			req.RSM = &rsm
 		case c.Start.Name.Space == NS:
 			// A legacy field this service does not offer.
-			return req, ErrNotAcceptable
+			return req, surface.ErrNotAcceptable
 		}
 		// Anything else is an extension in another namespace: ignored.
 	}
 	switch {
 	case form != nil && legacy:
-		return req, ErrBadRequest
+		return req, surface.ErrBadRequest
 	case form != nil:
 		nick, err := parseSubmission(*form)
 		if err != nil {
@@ -135,10 +137,10 @@ func ParseRequest(q wire.Element) (Request, error) {
 	case legacy:
 		req.Legacy = true
 	default:
-		return req, ErrBadRequest
+		return req, surface.ErrBadRequest
 	}
 	if len(req.Nick) > maxNickBytes {
-		return req, ErrNotAcceptable
+		return req, surface.ErrNotAcceptable
 	}
 	return req, nil
 }
@@ -147,29 +149,29 @@ func ParseRequest(q wire.Element) (Request, error) {
 // if the field is absent or empty).
 func parseSubmission(x wire.Element) (string, error) {
 	if typ, _ := x.AttrValue("type"); typ != "submit" {
-		return "", ErrBadRequest
+		return "", surface.ErrBadRequest
 	}
 	form, err := parseForm(x)
 	if err != nil {
 		return "", err
 	}
 	if form.FormType == "" {
-		return "", ErrBadRequest
+		return "", surface.ErrBadRequest
 	}
 	if form.FormType != NS {
-		return "", ErrNotAcceptable
+		return "", surface.ErrNotAcceptable
 	}
 	nick := ""
 	for _, f := range form.Fields {
 		if f.Var != FieldNick {
-			return "", ErrNotAcceptable
+			return "", surface.ErrNotAcceptable
 		}
 		switch len(f.Values) {
 		case 0:
 		case 1:
 			nick = f.Values[0]
 		default:
-			return "", ErrBadRequest
+			return "", surface.ErrBadRequest
 		}
 	}
 	return nick, nil
@@ -177,7 +179,7 @@ func parseSubmission(x wire.Element) (string, error) {
 
 // parseForm reads a data form's title and fields, lifting a hidden-or-
 // untyped FORM_TYPE with one value into FormType. It refuses, with
-// ErrBadRequest, children other than title, instructions and fields, a
+// surface.ErrBadRequest, children other than title, instructions and fields, a
 // field without var or given twice, field children other than values, and
 // markup inside a value.
 func parseForm(x wire.Element) (wire.Form, error) {
@@ -186,7 +188,7 @@ func parseForm(x wire.Element) (wire.Form, error) {
 	seen := map[string]bool{}
 	for _, c := range x.Children() {
 		if c.Start.Name.Space != wire.NSData {
-			return form, ErrBadRequest
+			return form, surface.ErrBadRequest
 		}
 		switch c.Start.Name.Local {
 		case "title":
@@ -196,25 +198,25 @@ func parseForm(x wire.Element) (wire.Form, error) {
 			continue
 		case "field":
 		default:
-			return form, ErrBadRequest
+			return form, surface.ErrBadRequest
 		}
 		var f wire.Field
 		f.Var, _ = c.AttrValue("var")
 		f.Type, _ = c.AttrValue("type")
 		f.Label, _ = c.AttrValue("label")
 		if f.Var == "" || seen[f.Var] {
-			return form, ErrBadRequest
+			return form, surface.ErrBadRequest
 		}
 		seen[f.Var] = true
 		for _, v := range c.Children() {
 			if v.Start.Name != (xml.Name{Space: wire.NSData, Local: "value"}) || len(v.Children()) > 0 {
-				return form, ErrBadRequest
+				return form, surface.ErrBadRequest
 			}
 			f.Values = append(f.Values, v.Text())
 		}
 		if f.Var == "FORM_TYPE" {
 			if len(f.Values) != 1 || (f.Type != "" && f.Type != "hidden") {
-				return form, ErrBadRequest
+				return form, surface.ErrBadRequest
 			}
 			form.FormType = f.Values[0]
 			continue
@@ -275,7 +277,7 @@ func (r Result) TokenReader() xml.TokenReader {
 func ParseResult(q wire.Element) (Result, error) {
 	var r Result
 	if q.Start.Name != Name {
-		return r, ErrBadRequest
+		return r, surface.ErrBadRequest
 	}
 	r.Legacy = true
 	for _, c := range q.Children() {

@@ -1,6 +1,8 @@
 package search_test
 
 import (
+	"agentgw/surface"
+
 	"encoding/xml"
 	"errors"
 	"fmt"
@@ -119,34 +121,34 @@ func TestParseRequest(t *testing.T) {
 		{"legacy empty nick", `<nick/>` + rsm, nil, "", true},
 		{"extension ignored", `<nick>w</nick><x xmlns='urn:example:ext'/>`, nil, "w", true},
 
-		{"no criterion", ``, search.ErrBadRequest, "", false},
-		{"only a set", rsm, search.ErrBadRequest, "", false},
-		{"form and legacy", `<nick>a</nick>` + form(ft), search.ErrBadRequest, "", false},
-		{"two forms", form(ft) + form(ft), search.ErrBadRequest, "", false},
-		{"two nicks", `<nick>a</nick><nick>b</nick>`, search.ErrBadRequest, "", false},
-		{"markup in nick", `<nick><b/></nick>`, search.ErrBadRequest, "", false},
-		{"form type form", `<x xmlns='jabber:x:data' type='form'>` + ft + `</x>`, search.ErrBadRequest, "", false},
-		{"form type cancel", `<x xmlns='jabber:x:data' type='cancel'/>`, search.ErrBadRequest, "", false},
-		{"form without type", `<x xmlns='jabber:x:data'>` + ft + `</x>`, search.ErrBadRequest, "", false},
-		{"missing FORM_TYPE", form(`<field var='nick'><value>w</value></field>`), search.ErrBadRequest, "", false},
-		{"FORM_TYPE twice", form(ft + ft), search.ErrBadRequest, "", false},
-		{"FORM_TYPE two values", form(`<field var='FORM_TYPE'><value>jabber:iq:search</value><value>x</value></field>`), search.ErrBadRequest, "", false},
-		{"FORM_TYPE not hidden", form(`<field var='FORM_TYPE' type='text-single'><value>jabber:iq:search</value></field>`), search.ErrBadRequest, "", false},
-		{"field without var", form(ft + `<field><value>w</value></field>`), search.ErrBadRequest, "", false},
-		{"nick twice", form(ft + `<field var='nick'/><field var='nick'/>`), search.ErrBadRequest, "", false},
-		{"two nick values", form(ft + `<field var='nick'><value>a</value><value>b</value></field>`), search.ErrBadRequest, "", false},
-		{"markup in value", form(ft + `<field var='nick'><value><b/></value></field>`), search.ErrBadRequest, "", false},
-		{"option in field", form(ft + `<field var='nick'><option><value>a</value></option></field>`), search.ErrBadRequest, "", false},
-		{"foreign element in form", form(ft + `<thing xmlns='urn:x'/>`), search.ErrBadRequest, "", false},
-		{"reported in submission", form(ft + `<reported/>`), search.ErrBadRequest, "", false},
-		{"malformed set", `<nick/><set xmlns='http://jabber.org/protocol/rsm'><max>-1</max></set>`, search.ErrBadRequest, "", false},
-		{"two sets", `<nick/>` + rsm + rsm, search.ErrBadRequest, "", false},
+		{"no criterion", ``, surface.ErrBadRequest, "", false},
+		{"only a set", rsm, surface.ErrBadRequest, "", false},
+		{"form and legacy", `<nick>a</nick>` + form(ft), surface.ErrBadRequest, "", false},
+		{"two forms", form(ft) + form(ft), surface.ErrBadRequest, "", false},
+		{"two nicks", `<nick>a</nick><nick>b</nick>`, surface.ErrBadRequest, "", false},
+		{"markup in nick", `<nick><b/></nick>`, surface.ErrBadRequest, "", false},
+		{"form type form", `<x xmlns='jabber:x:data' type='form'>` + ft + `</x>`, surface.ErrBadRequest, "", false},
+		{"form type cancel", `<x xmlns='jabber:x:data' type='cancel'/>`, surface.ErrBadRequest, "", false},
+		{"form without type", `<x xmlns='jabber:x:data'>` + ft + `</x>`, surface.ErrBadRequest, "", false},
+		{"missing FORM_TYPE", form(`<field var='nick'><value>w</value></field>`), surface.ErrBadRequest, "", false},
+		{"FORM_TYPE twice", form(ft + ft), surface.ErrBadRequest, "", false},
+		{"FORM_TYPE two values", form(`<field var='FORM_TYPE'><value>jabber:iq:search</value><value>x</value></field>`), surface.ErrBadRequest, "", false},
+		{"FORM_TYPE not hidden", form(`<field var='FORM_TYPE' type='text-single'><value>jabber:iq:search</value></field>`), surface.ErrBadRequest, "", false},
+		{"field without var", form(ft + `<field><value>w</value></field>`), surface.ErrBadRequest, "", false},
+		{"nick twice", form(ft + `<field var='nick'/><field var='nick'/>`), surface.ErrBadRequest, "", false},
+		{"two nick values", form(ft + `<field var='nick'><value>a</value><value>b</value></field>`), surface.ErrBadRequest, "", false},
+		{"markup in value", form(ft + `<field var='nick'><value><b/></value></field>`), surface.ErrBadRequest, "", false},
+		{"option in field", form(ft + `<field var='nick'><option><value>a</value></option></field>`), surface.ErrBadRequest, "", false},
+		{"foreign element in form", form(ft + `<thing xmlns='urn:x'/>`), surface.ErrBadRequest, "", false},
+		{"reported in submission", form(ft + `<reported/>`), surface.ErrBadRequest, "", false},
+		{"malformed set", `<nick/><set xmlns='http://jabber.org/protocol/rsm'><max>-1</max></set>`, surface.ErrBadRequest, "", false},
+		{"two sets", `<nick/>` + rsm + rsm, surface.ErrBadRequest, "", false},
 
-		{"wrong FORM_TYPE", form(`<field var='FORM_TYPE' type='hidden'><value>urn:xmpp:other</value></field>`), search.ErrNotAcceptable, "", false},
-		{"unknown form field", form(ft + `<field var='email'><value>a@b</value></field>`), search.ErrNotAcceptable, "", false},
-		{"unknown empty form field", form(ft + `<field var='first'/>`), search.ErrNotAcceptable, "", false},
-		{"unknown legacy field", `<nick>a</nick><email>a@b</email>`, search.ErrNotAcceptable, "", false},
-		{"nick too long", `<nick>` + strings.Repeat("é", 513) + `</nick>`, search.ErrNotAcceptable, "", false},
+		{"wrong FORM_TYPE", form(`<field var='FORM_TYPE' type='hidden'><value>urn:xmpp:other</value></field>`), surface.ErrNotAcceptable, "", false},
+		{"unknown form field", form(ft + `<field var='email'><value>a@b</value></field>`), surface.ErrNotAcceptable, "", false},
+		{"unknown empty form field", form(ft + `<field var='first'/>`), surface.ErrNotAcceptable, "", false},
+		{"unknown legacy field", `<nick>a</nick><email>a@b</email>`, surface.ErrNotAcceptable, "", false},
+		{"nick too long", `<nick>` + strings.Repeat("é", 513) + `</nick>`, surface.ErrNotAcceptable, "", false},
 		{"long nick", `<nick>` + strings.Repeat("a", 1024) + `</nick>`, nil, strings.Repeat("a", 1024), true},
 	} {
 		el, err := wire.Parse(fmt.Sprintf(query, tc.body))

@@ -1,12 +1,15 @@
 package task
 
 import (
+	"agentgw/surface"
+
 	"mellium.im/xmpp/stanza"
 )
 
 // Error is a protocol error of this package: a stanza error condition and
 // fixed, safe text written by this package. It never carries any part of
-// the request (JSON, identifiers, reasons).
+// the request (JSON, identifiers, reasons), and the text is for logs and
+// tests only: no error IQ carries one (package surface).
 //
 // errors.As(err, &stanzaErr) converts it to a stanza.Error, so the
 // gateway's single error-to-IQ function handles it like any other stanza
@@ -43,27 +46,9 @@ func (e *Error) As(target any) bool {
 	return false
 }
 
-// StanzaError returns the stanza error to send. The error type follows
-// RFC 6120 section 8.3.3. Item-not-found never has text.
-func (e *Error) StanzaError() stanza.Error {
-	se := stanza.Error{Type: errorType(e.Condition), Condition: e.Condition}
-	if e.Text != "" && e.Condition != stanza.ItemNotFound {
-		se.Text = map[string]string{"": e.Text}
-	}
-	return se
-}
-
-func errorType(c stanza.Condition) stanza.ErrorType {
-	switch c {
-	case stanza.BadRequest, stanza.NotAcceptable:
-		return stanza.Modify
-	case stanza.Forbidden:
-		return stanza.Auth
-	case stanza.ResourceConstraint, stanza.UnexpectedRequest:
-		return stanza.Wait
-	}
-	return stanza.Cancel
-}
+// StanzaError returns the stanza error to send: the condition with the
+// type the surface table gives it (surface.Of), and no text.
+func (e *Error) StanzaError() stanza.Error { return surface.Of(e.Condition) }
 
 // Sentinel errors, one per condition, for errors.Is. ErrNotFound is also
 // the value returned for every nonexistent, expired, unauthorized or

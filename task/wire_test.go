@@ -270,8 +270,9 @@ func TestErrorMapping(t *testing.T) {
 	if !errors.Is(err, task.ErrConflict) || errors.Is(err, task.ErrNotFound) {
 		t.Error("errors.Is must match on the condition")
 	}
-	if !errors.As(err, &se) || se.Type != stanza.Cancel || se.Text[""] != "x" {
-		t.Errorf("conflict: %+v", se)
+	// The text is for logs: no error IQ carries it (package surface).
+	if !errors.As(err, &se) || se.Type != stanza.Cancel || se.Text != nil || err.Error() != "task: conflict: x" {
+		t.Errorf("conflict: %+v (%v)", se, err)
 	}
 	for cond, typ := range map[*task.Error]stanza.ErrorType{
 		task.ErrBadRequest: stanza.Modify, task.ErrNotAcceptable: stanza.Modify, task.ErrUnexpectedRequest: stanza.Wait,
