@@ -40,6 +40,10 @@ type Admission struct {
 //     as for an endpoint that does not exist; visibility is not required;
 //  3. the endpoint is active and has the pinned api-version, else
 //     <item-not-found/> (checked again in the admission's transaction);
+//     a tool that declares approvalRequired or requiredPermissions also
+//     needs a [[policy.approve]] grant (policy.Policy.Approved), else
+//     <item-not-found/> again: it fails closed, and an unapproved caller
+//     learns no more than an unauthorized one;
 //  4. the endpoint has a runtime, else <service-unavailable/>: an
 //     endpoint with an active manifest but no [[endpoint]] admits nothing;
 //  5. task.Machine.Prepare: tool (<item-not-found/>), stale hash
@@ -66,6 +70,11 @@ func (s *Service) Invoke(ctx context.Context, pol *policy.Policy, from, to jid.J
 	man, err := s.pinned(ctx, target, inv.APIVersion)
 	if err != nil {
 		return Admission{}, err
+	}
+	if tool, ok := man.Tool(inv.Tool); ok && tool.NeedsApproval() &&
+		!pol.Approved(from, target, tool.Name, tool.Ext.ApprovalRequired, tool.Ext.RequiredPermissions) {
+		// Fail closed, with the bytes an unauthorized caller gets.
+		return Admission{}, task.ErrNotFound
 	}
 	if s.opts.Runtimes[target] == nil {
 		return Admission{}, task.ErrServiceUnavailable
