@@ -83,7 +83,10 @@ func parsePattern(p, path string, lim Limits) (int, error) {
 			"regular expression not supported: %s (patterns use Go RE2 syntax, which has no lookaround or backreferences)",
 			reason), err)
 	}
-	cost := regexCost(re, lim.MaxPatternCost)
+	// The program also has a fail, a match and the instructions of the
+	// implicit whole-match capture.
+	const overhead = 4
+	cost := regexCost(re, lim.MaxPatternCost) + overhead
 	if cost > lim.MaxPatternCost {
 		return 0, newError(KindTooLarge, path, fmt.Sprintf(
 			"regular expression compiles to more than %d instructions (counted repeats are expanded)",
