@@ -99,8 +99,9 @@ func ValidatePayload(typ EventType, payload []byte) error {
 // a pinned schema is compiled once, not per invocation. It is bounded:
 // when full it is emptied, which costs recompilation, never correctness.
 type schemaCache struct {
-	mu sync.Mutex
-	m  map[schemaKey]*manifest.Validator
+	mu    sync.Mutex
+	m     map[schemaKey]*manifest.Validator
+	bytes int // canonical bytes of the cached schemas
 }
 
 type schemaKey struct {
@@ -108,8 +109,13 @@ type schemaKey struct {
 	input bool
 }
 
-// maxCachedSchemas bounds the schema cache.
-const maxCachedSchemas = 512
+// maxCachedSchemas and maxCachedSchemaBytes bound the schema cache, in
+// number and in canonical bytes: a compiled schema takes about 25 times
+// its canonical size.
+const (
+	maxCachedSchemas     = 512
+	maxCachedSchemaBytes = 2 << 20
+)
 
 func newSchemaCache() *schemaCache {
 	return &schemaCache{m: make(map[schemaKey]*manifest.Validator)}
@@ -131,10 +137,14 @@ func (c *schemaCache) compile(canonical []byte, input bool) (*manifest.Validator
 		return nil, err
 	}
 	c.mu.Lock()
-	if len(c.m) >= maxCachedSchemas {
-		clear(c.m)
+	if _, ok := c.m[key]; !ok {
+		if len(c.m) >= maxCachedSchemas || c.bytes+len(canonical) > maxCachedSchemaBytes {
+			clear(c.m)
+			c.bytes = 0
+		}
+		c.m[key] = s
+		c.bytes += len(canonical)
 	}
-	c.m[key] = s
 	c.mu.Unlock()
 	return s, nil
 }

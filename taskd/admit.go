@@ -15,9 +15,15 @@ import (
 	"mellium.im/xmpp/jid"
 )
 
-// maxCachedManifests bounds the parsed manifests kept in memory; past it
-// the cache starts over.
-const maxCachedManifests = 256
+// maxCachedManifests and maxCachedManifestBytes bound the parsed
+// manifests kept in memory, in number and in canonical bytes; past either
+// the cache starts over. A parsed manifest keeps its compiled tool schemas,
+// which take about 25 times its canonical size, so the byte bound keeps
+// the cache under about 100 MB whatever is registered.
+const (
+	maxCachedManifests     = 256
+	maxCachedManifestBytes = 4 << 20
+)
 
 // Admission is the outcome of Invoke.
 type Admission struct {
@@ -290,6 +296,7 @@ func (s *Service) ToolFeatures(endpoint string) []string {
 type manifestCache struct {
 	mu    sync.Mutex
 	byKey map[string]*manifest.Manifest
+	bytes int // canonical bytes held
 }
 
 func (c *manifestCache) get(target, version string) *manifest.Manifest {
@@ -301,8 +308,14 @@ func (c *manifestCache) get(target, version string) *manifest.Manifest {
 func (c *manifestCache) put(target, version string, m *manifest.Manifest) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.byKey) >= maxCachedManifests {
-		clear(c.byKey)
+	key := target + " " + version
+	if old := c.byKey[key]; old != nil {
+		c.bytes -= len(old.Canonical)
 	}
-	c.byKey[target+" "+version] = m
+	if len(c.byKey) >= maxCachedManifests || c.bytes+len(m.Canonical) > maxCachedManifestBytes {
+		clear(c.byKey)
+		c.bytes = 0
+	}
+	c.byKey[key] = m
+	c.bytes += len(m.Canonical)
 }
