@@ -19,6 +19,9 @@ func FuzzDecode(f *testing.F) {
 	}
 	f.Add(example)
 	f.Add([]byte(minimal))
+	// One directory for every input: relative paths resolve under it, and
+	// it stays empty.
+	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		if len(raw) > 64<<10 {
 			return
@@ -27,7 +30,6 @@ func FuzzDecode(f *testing.F) {
 		if err != nil {
 			return
 		}
-		dir := t.TempDir()
 		c, err := file.Validate(dir, filepath.Join(dir, "agentgw.toml"))
 		var errs config.Errors
 		switch {

@@ -170,8 +170,7 @@ func TestValidationBudget(t *testing.T) {
 		t.Fatalf("invalid shallow instance: got %v, want a validation error", err)
 	}
 	deep := `{"a":` + nestedArrays(40) + `}`
-	var n uint64
-	n = allocated(func() { err = v.Validate(decode(t, deep)) })
+	n := allocated(func() { err = v.Validate(decode(t, deep)) })
 	wantTooLarge(t, err, "more than 262144 steps")
 	if !errors.Is(err, manifest.ErrValidationBudget) {
 		t.Errorf("%v does not wrap ErrValidationBudget", err)
