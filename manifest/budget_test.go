@@ -223,7 +223,7 @@ func TestUniqueItemsBound(t *testing.T) {
 func TestParseKeepsCompiledSchemas(t *testing.T) {
 	m, err := manifest.Parse([]byte(manifestWithTool(
 		`{"name":"t","inputSchema":{"type":"object"},"outputSchema":{"type":"object"}}`,
-		`{"name":"u","inputSchema":{"type":"object"}}`)), manifest.Options{})
+		`{"name":"u","inputSchema":{"type":"object"}}`)), manifest.Options{KeepValidators: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,5 +232,13 @@ func TestParseKeepsCompiledSchemas(t *testing.T) {
 	}
 	if m.Tools[1].InputValidator() == nil || m.Tools[1].OutputValidator() != nil {
 		t.Error("tool u: wrong compiled schemas")
+	}
+	// By default they are dropped once checked.
+	m, err = manifest.Parse(m.Canonical, manifest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Tools[0].InputValidator() != nil {
+		t.Error("compiled schemas kept without KeepValidators")
 	}
 }

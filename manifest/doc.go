@@ -40,9 +40,10 @@
 // KindTooLarge. Timeouts in the extension object are capped at 2^31-1
 // seconds. The time to parse is linear in the input under these bounds:
 // patterns are parsed (never compiled) and their compiled size estimated
-// before anything is compiled, and Parse keeps each tool's compiled
-// schemas (Tool.InputValidator, Tool.OutputValidator) so that a pinned
-// schema is compiled once for as long as its manifest is held.
+// before anything is compiled. With Options.KeepValidators, Parse keeps
+// each tool's compiled schemas (Tool.InputValidator, Tool.OutputValidator)
+// so that a pinned schema is compiled once for as long as its manifest is
+// held.
 //
 // Validation runs under a step budget: Validator.Validate first counts the
 // work of validating an instance, one step per subschema applied to each

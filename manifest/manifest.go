@@ -33,6 +33,11 @@ type Options struct {
 	// each are fetched per schema, and each is held to the same version-0
 	// rules as the tool schema.
 	LoadRef func(url string) ([]byte, error)
+	// KeepValidators makes Parse keep each tool's compiled schemas
+	// (Tool.InputValidator, Tool.OutputValidator), which take about 25
+	// times their canonical size, for a caller that validates with them
+	// and caches the manifest. Otherwise they are dropped once checked.
+	KeepValidators bool
 }
 
 // Manifest is a validated, immutable agent manifest (ProtoXEP "Manifest
@@ -118,11 +123,12 @@ type Tool struct {
 }
 
 // InputValidator returns the compiled input schema, or nil for a Tool
-// that Parse did not make.
+// that Parse did not make with Options.KeepValidators.
 func (t *Tool) InputValidator() *Validator { return t.input }
 
 // OutputValidator returns the compiled output schema, or nil when the
-// tool has none or Parse did not make the Tool.
+// tool has none or Parse did not make the Tool with
+// Options.KeepValidators.
 func (t *Tool) OutputValidator() *Validator { return t.output }
 
 // NeedsApproval reports whether the tool declares approvalRequired or
@@ -258,7 +264,9 @@ func addSchemas(t *Tool, def map[string]any, i int, opts Options, lim Limits, re
 		if err != nil {
 			return err
 		}
-		*dir.validator = val
+		if opts.KeepValidators {
+			*dir.validator = val
+		}
 		*dir.bytes = canon
 		*dir.hash = sha256.Sum256(canon)
 	}

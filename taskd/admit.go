@@ -228,7 +228,9 @@ func (s *Service) load(ctx context.Context, target, version string) (*manifest.M
 	if m := s.manifests.get(target, version); m != nil && m.Hash == v.Hash {
 		return m, nil
 	}
-	m, err := manifest.Parse(v.Canonical, manifest.Options{})
+	// The cache keeps the compiled schemas, so that each pinned schema is
+	// compiled once while its manifest is cached.
+	m, err := manifest.Parse(v.Canonical, manifest.Options{KeepValidators: true})
 	if err != nil {
 		return nil, fmt.Errorf("taskd: stored manifest %s %s: %w", target, version, err)
 	}
