@@ -213,3 +213,40 @@ tools = ["ask"]
 		})
 	}
 }
+
+// TestSchemaWorkLimits: manifests that cost little to send and seconds to
+// compile (1,000 patterns of 5,000 instructions each; an anyOf chain over
+// $refs that doubles at every level) are refused at registration with
+// <resource-constraint/>, nothing reflected, and a disco#info sent in the
+// same burst is answered.
+func TestSchemaWorkLimits(t *testing.T) {
+	e := startAPI(t)
+	tool := func(schema string) string {
+		return `{"manifestSpecVersion":"0","agent":{"jid":"w@agents.example","name":"w","version":"1"},"tools":[{"name":"t","inputSchema":` + schema + `}]}`
+	}
+	var props, defs []string
+	for i := range 1000 {
+		props = append(props, fmt.Sprintf(`"p%d":{"type":"string","pattern":"(?:[^a]{1000})(?:[^b]{1000})(?:[^c]{1000})(?:[^d]{1000})(?:[^e]{1000})"}`, i))
+	}
+	for i := range 40 {
+		defs = append(defs, fmt.Sprintf(`"d%d":{"anyOf":[{"$ref":"#/$defs/d%d"},{"$ref":"#/$defs/d%d"}]}`, i, i+1, i+1))
+	}
+	defs = append(defs, `"d40":{"type":"integer"}`)
+	iqs := map[string][3]string{
+		"patterns": {"set", domain, registerXML(tool(`{"type":"object","properties":{` + strings.Join(props, ",") + `}}`))},
+		"chain":    {"set", domain, registerXML(tool(`{"type":"object","$defs":{` + strings.Join(defs, ",") + `},"properties":{"x":{"$ref":"#/$defs/d0"}}}`))},
+		"info":     {"get", domain, `<query xmlns='http://jabber.org/protocol/disco#info'/>`},
+	}
+	got := answers(e, admin, iqs)
+	if typ, _ := got["info"].AttrValue("type"); typ != "result" {
+		t.Errorf("disco#info: %s", marshal(t, got["info"]))
+	}
+	for _, name := range []string{"patterns", "chain"} {
+		if c := condition(got[name]); c != "resource-constraint" {
+			t.Errorf("%s: %s", name, c)
+		}
+		if s := marshalEl(t, got[name]); len(s) > 512 || strings.Contains(s, "[^a]") || strings.Contains(s, "$defs") {
+			t.Errorf("%s: the answer reflects the request: %.200s", name, s)
+		}
+	}
+}
