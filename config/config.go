@@ -106,11 +106,23 @@ type Metrics struct {
 
 // Policy is the [policy] table.
 type Policy struct {
-	LocalDomains []string      `toml:"local_domains"`
-	Admins       []string      `toml:"admins"`
-	SelfRegister bool          `toml:"self_register"`
-	Visibility   []GrantFile   `toml:"visibility"`
-	Invoke       []InvokeGrant `toml:"invoke"`
+	LocalDomains []string       `toml:"local_domains"`
+	Admins       []string       `toml:"admins"`
+	SelfRegister bool           `toml:"self_register"`
+	Visibility   []GrantFile    `toml:"visibility"`
+	Invoke       []InvokeGrant  `toml:"invoke"`
+	Approve      []ApproveGrant `toml:"approve"`
+}
+
+// ApproveGrant is one [[policy.approve]] entry: it vouches, for its
+// principals, for the approval and the permissions that the named tools
+// declare (approvalRequired, requiredPermissions). It adds to an invoke
+// grant; it grants nothing by itself.
+type ApproveGrant struct {
+	Principals  []string `toml:"principals"`
+	Endpoints   []string `toml:"endpoints"`
+	Tools       []string `toml:"tools"`
+	Permissions []string `toml:"permissions"`
 }
 
 // GrantFile is one [[policy.visibility]] entry.
@@ -561,7 +573,33 @@ func (p Policy) build(domain string, bad func(key, format string, args ...any)) 
 		}
 		out.Invoke = append(out.Invoke, grant)
 	}
+	for i, g := range p.Approve {
+		key := fmt.Sprintf("policy.approve[%d]", i)
+		grant := buildGrant(key, g.Principals, g.Endpoints, endpointDomains, bad)
+		grant.Tools, grant.AllTools = grantList(key+".tools", g.Tools, true, bad)
+		grant.Permissions, grant.AllPermissions = grantList(key+".permissions", g.Permissions, false, bad)
+		out.Approve = append(out.Approve, grant)
+	}
 	return out
+}
+
+// grantList builds a list of names that may be "*" for all; an empty list
+// is an error when required.
+func grantList(key string, list []string, required bool, bad func(key, format string, args ...any)) (names []string, all bool) {
+	if required && len(list) == 0 {
+		bad(key, "required: list names, or \"*\" for all")
+	}
+	for k, t := range list {
+		switch {
+		case t == policy.Wildcard:
+			all = true
+		case t == "":
+			bad(fmt.Sprintf("%s[%d]", key, k), "must not be empty")
+		default:
+			names = append(names, t)
+		}
+	}
+	return names, all
 }
 
 // buildGrant builds one grant. Endpoint JIDs must lie under one of domains:

@@ -93,8 +93,8 @@ func (m *Machine) ProvideInput(t *Task, rec *InputRecord, caller, target jid.JID
 	if err != nil {
 		return InputOutcome{Step: s}, err
 	}
-	if validateValue(sch, input) != nil {
-		return InputOutcome{Step: s}, notAcceptable("input does not satisfy the requested schema")
+	if err := validateValue(sch, input); err != nil {
+		return InputOutcome{Step: s}, validationAnswer(err, "input", "input does not satisfy the requested schema")
 	}
 	s.Task.State = StateRunning
 	s.Task.Pending = nil

@@ -300,7 +300,11 @@ func (m *Machine) checkResult(r runtime.Result, outputSchema []byte) ([]byte, *r
 	if err != nil {
 		return nil, nil, fmt.Errorf("task: compile pinned output schema: %w", err)
 	}
-	if validateValue(sch, env.StructuredContent) != nil {
+	switch err := validateValue(sch, env.StructuredContent); {
+	case errors.Is(err, errOverBudget):
+		// The result cannot be checked within the budget.
+		return nil, &failResultTooComplex, nil
+	case err != nil:
 		return nil, &failInvalidResult, nil
 	}
 	return payload, nil, nil
