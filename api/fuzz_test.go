@@ -65,6 +65,6 @@ func FuzzParseAnswer(f *testing.F) {
 		case "deactivated":
 			return api.ParseEndpointOp(el, xml.Name{Space: api.NS, Local: "deactivated"})
 		}
-		return api.ParseHash(el)
+		return wire.ParseHash(el)
 	})
 }
