@@ -1,8 +1,6 @@
 package adhoc
 
 import (
-	"agentgw/surface"
-
 	"context"
 	"encoding/base64"
 	"errors"
@@ -10,6 +8,7 @@ import (
 	"strings"
 
 	"agentgw/db"
+	"agentgw/surface"
 	"agentgw/wire"
 
 	"mellium.im/xmpp/jid"

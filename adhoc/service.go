@@ -1,8 +1,6 @@
 package adhoc
 
 import (
-	"agentgw/surface"
-
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -17,6 +15,7 @@ import (
 	"agentgw/directory"
 	"agentgw/manifest"
 	"agentgw/policy"
+	"agentgw/surface"
 	"agentgw/task"
 	"agentgw/wire"
 

@@ -54,8 +54,6 @@
 package api
 
 import (
-	"agentgw/surface"
-
 	"errors"
 	"fmt"
 	"slices"
@@ -64,6 +62,7 @@ import (
 	"agentgw/directory"
 	"agentgw/manifest"
 	"agentgw/policy"
+	"agentgw/surface"
 	"agentgw/wire"
 
 	"mellium.im/xmpp/jid"

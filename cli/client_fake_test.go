@@ -1,8 +1,6 @@
 package cli_test
 
 import (
-	"agentgw/surface"
-
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -20,6 +18,7 @@ import (
 	"agentgw/manifest"
 	"agentgw/runtime"
 	"agentgw/runtime/builtin"
+	"agentgw/surface"
 	"agentgw/task"
 	"agentgw/wire"
 

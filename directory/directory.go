@@ -9,8 +9,6 @@
 package directory
 
 import (
-	"agentgw/surface"
-
 	"context"
 	"encoding/base64"
 	"errors"
@@ -19,6 +17,7 @@ import (
 
 	"agentgw/db"
 	"agentgw/policy"
+	"agentgw/surface"
 	"agentgw/wire"
 
 	"mellium.im/xmpp/jid"

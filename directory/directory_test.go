@@ -1,8 +1,6 @@
 package directory_test
 
 import (
-	"agentgw/surface"
-
 	"context"
 	"crypto/sha256"
 	"encoding/xml"
@@ -17,6 +15,7 @@ import (
 	"agentgw/db"
 	"agentgw/directory"
 	"agentgw/policy"
+	"agentgw/surface"
 	"agentgw/wire"
 
 	"mellium.im/xmlstream"

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"agentgw/metrics"
+	"agentgw/surface"
 	"agentgw/wire"
 
 	"mellium.im/xmlstream"
@@ -44,14 +45,9 @@ type session struct {
 func (s *session) touch()            { s.lastNS.Store(time.Now().UnixNano()) }
 func (s *session) lastIn() time.Time { return time.Unix(0, s.lastNS.Load()) }
 
-// Request is one inbound IQ get or set, as handlers see it.
-type Request struct {
-	ID       string
-	Type     stanza.IQType
-	From, To jid.JID
-	// Payload is the IQ's single child element.
-	Payload wire.Element
-}
+// Request is one inbound IQ get or set, as handlers see it: the one
+// request type of every surface. route sets its Policy.
+type Request = surface.Request
 
 var (
 	errServiceUnavailable = stanza.Error{Type: stanza.Cancel, Condition: stanza.ServiceUnavailable}

@@ -23,11 +23,11 @@ type iqKey struct {
 // empty result) or an error, which replyError turns into the wire error.
 type iqHandler func(g *Gateway, ctx context.Context, req *Request) (xml.TokenReader, error)
 
-// surface is one protocol surface as the gateway routes it: its IQ handlers
+// protocol is one protocol surface as the gateway routes it: its IQ handlers
 // at the gateway JID and at endpoint JIDs, and the disco features it adds to
 // each. Keeping features beside handlers means nothing is advertised that is
 // not routed. Each surface lives in its own route_*.go file.
-type surface struct {
+type protocol struct {
 	gatewayIQ        map[iqKey]iqHandler
 	endpointIQ       map[iqKey]iqHandler
 	gatewayFeatures  []string
@@ -41,7 +41,7 @@ var (
 
 // surfaces lists every protocol surface the gateway serves. Each route_*.go
 // file adds its own from an init function, so surfaces do not share code.
-var surfaces []func() surface
+var surfaces []func() protocol
 
 // policyFeatures lists the gateway features that depend on the policy in
 // force (admins configured, self-registration on). They are computed for
@@ -77,6 +77,7 @@ func (g *Gateway) buildRoutes() {
 // endpoint under it. Anything unrouted gets service-unavailable, which does
 // not depend on whether the addressed endpoint exists.
 func (g *Gateway) route(ctx context.Context, req *Request) (xml.TokenReader, error) {
+	req.Policy = g.Policy()
 	to := req.To
 	if to.Domainpart() != g.domain.Domainpart() || to.Resourcepart() != "" {
 		return nil, errServiceUnavailable
@@ -93,8 +94,8 @@ func (g *Gateway) route(ctx context.Context, req *Request) (xml.TokenReader, err
 }
 
 // coreDirectory is the Core Directory profile (package directory).
-func coreDirectory() surface {
-	return surface{
+func coreDirectory() protocol {
+	return protocol{
 		gatewayIQ: map[iqKey]iqHandler{
 			{stanza.GetIQ, nameDiscoInfo}:  gatewayDiscoInfo,
 			{stanza.GetIQ, nameDiscoItems}: gatewayDiscoItems,
@@ -170,8 +171,8 @@ func endpointDiscoItems(g *Gateway, ctx context.Context, req *Request) (xml.Toke
 
 // pingSurface answers XEP-0199 pings at the gateway and at visible
 // endpoints; at a hidden or nonexistent endpoint it fails like a missing one.
-func pingSurface() surface {
-	return surface{
+func pingSurface() protocol {
+	return protocol{
 		gatewayIQ: map[iqKey]iqHandler{
 			{stanza.GetIQ, ping.Name}: func(*Gateway, context.Context, *Request) (xml.TokenReader, error) { return nil, nil },
 		},

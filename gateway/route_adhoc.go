@@ -11,6 +11,7 @@ import (
 	"agentgw/adhoc"
 	"agentgw/manifest"
 	"agentgw/policy"
+	"agentgw/surface"
 	"agentgw/task"
 	"agentgw/taskd"
 	"agentgw/wire"
@@ -31,8 +32,8 @@ func init() {
 // per request (adhocEndpointFeatures); the gateway always offers "Find
 // agents". The command list and command nodes arrive through the disco
 // handlers (route.go).
-func adhocSurface() surface {
-	return surface{
+func adhocSurface() protocol {
+	return protocol{
 		gatewayIQ: map[iqKey]iqHandler{
 			{stanza.SetIQ, adhoc.Name}: gatewayCommand,
 		},
@@ -153,7 +154,7 @@ func (a adhocTasks) Invoke(ctx context.Context, pol *policy.Policy, from, to jid
 	if err != nil {
 		return "", err
 	}
-	adm, err := a.svc.Invoke(ctx, pol, from, to, el)
+	adm, err := a.svc.Invoke(ctx, surface.Request{Type: stanza.SetIQ, Policy: pol, From: from, To: to, Payload: el})
 	if err != nil {
 		return "", err
 	}
@@ -178,7 +179,7 @@ func (a adhocTasks) ProvideInput(ctx context.Context, from, to jid.JID, in task.
 	if err != nil {
 		return err
 	}
-	_, err = a.svc.ProvideInput(ctx, from, to, el)
+	_, err = a.svc.ProvideInput(ctx, surface.Request{Type: stanza.SetIQ, From: from, To: to, Payload: el})
 	return err
 }
 
@@ -187,7 +188,7 @@ func (a adhocTasks) Cancel(ctx context.Context, from, to jid.JID, c task.Cancel)
 	if err != nil {
 		return err
 	}
-	_, err = a.svc.Cancel(ctx, from, to, el)
+	_, err = a.svc.Cancel(ctx, surface.Request{Type: stanza.SetIQ, From: from, To: to, Payload: el})
 	return err
 }
 

@@ -19,8 +19,8 @@ func init() {
 // gateway. Tool collection and tool nodes arrive through the endpoint's
 // disco handlers (route.go). The gateway's #admin and #self-register
 // features depend on the policy and are added per request (policyFeatures).
-func agentAPI() surface {
-	return surface{
+func agentAPI() protocol {
+	return protocol{
 		gatewayIQ: map[iqKey]iqHandler{
 			{stanza.SetIQ, api.NameRegister}:           provisioning((*api.Service).Register),
 			{stanza.SetIQ, api.NameActivate}:           provisioning((*api.Service).Activate),

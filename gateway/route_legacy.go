@@ -18,8 +18,8 @@ func init() {
 // JID has no profile, so nothing is routed or advertised there. A set is not
 // routed (service-unavailable, whatever the endpoint): profiles come from
 // manifests only.
-func vcardSurface() surface {
-	return surface{
+func vcardSurface() protocol {
+	return protocol{
 		endpointIQ: map[iqKey]iqHandler{
 			{stanza.GetIQ, legacy.NameVCardTemp}: endpointVCardTemp,
 			{stanza.GetIQ, legacy.NameVCard4}:    endpointVCard4,

@@ -16,8 +16,8 @@ func init() {
 // searchSurface is the Jabber Search Compatibility profile (package search):
 // XEP-0055 at the gateway JID only. At an endpoint JID a search is not
 // routed, so it gets service-unavailable whether the endpoint exists or not.
-func searchSurface() surface {
-	return surface{
+func searchSurface() protocol {
+	return protocol{
 		gatewayIQ: map[iqKey]iqHandler{
 			{stanza.GetIQ, search.Name}: searchFields,
 			{stanza.SetIQ, search.Name}: searchSubmit,
@@ -32,7 +32,7 @@ func searchFields(*Gateway, context.Context, *Request) (xml.TokenReader, error) 
 
 func searchSubmit(g *Gateway, ctx context.Context, req *Request) (xml.TokenReader, error) {
 	svc := search.Service{Store: g.store, PageMax: g.cfg.PageMax}
-	res, err := svc.Search(ctx, g.Policy(), req.From, req.Payload)
+	res, err := svc.Search(ctx, *req)
 	if err != nil {
 		return nil, err
 	}

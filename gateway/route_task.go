@@ -35,8 +35,8 @@ var (
 // they are computed per request: taskEndpointFeatures for the endpoint,
 // taskToolFeatures for its tool nodes. Without an attached service every
 // request gets <service-unavailable/>, like an unrouted one.
-func taskSurface() surface {
-	return surface{
+func taskSurface() protocol {
+	return protocol{
 		endpointIQ: map[iqKey]iqHandler{
 			{stanza.SetIQ, nameInvoke}:       taskInvoke,
 			{stanza.GetIQ, nameTaskState}:    taskState,
@@ -69,7 +69,7 @@ func taskInvoke(g *Gateway, ctx context.Context, req *Request) (xml.TokenReader,
 	if svc == nil {
 		return nil, errServiceUnavailable
 	}
-	adm, err := svc.Invoke(ctx, g.Policy(), req.From, req.To, req.Payload)
+	adm, err := svc.Invoke(ctx, *req)
 	metrics.Admission(err, adm.Dispatch == nil)
 	if err != nil {
 		return nil, err
@@ -99,7 +99,7 @@ func taskState(g *Gateway, ctx context.Context, req *Request) (xml.TokenReader, 
 	if svc == nil {
 		return nil, errServiceUnavailable
 	}
-	st, err := svc.State(ctx, req.From, req.To, req.Payload)
+	st, err := svc.State(ctx, *req)
 	if err != nil {
 		return nil, err
 	}
@@ -111,7 +111,7 @@ func taskResult(g *Gateway, ctx context.Context, req *Request) (xml.TokenReader,
 	if svc == nil {
 		return nil, errServiceUnavailable
 	}
-	res, err := svc.Result(ctx, req.From, req.To, req.Payload)
+	res, err := svc.Result(ctx, *req)
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +123,7 @@ func taskProvideInput(g *Gateway, ctx context.Context, req *Request) (xml.TokenR
 	if svc == nil {
 		return nil, errServiceUnavailable
 	}
-	acc, err := svc.ProvideInput(ctx, req.From, req.To, req.Payload)
+	acc, err := svc.ProvideInput(ctx, *req)
 	if err != nil {
 		return nil, err
 	}
@@ -135,7 +135,7 @@ func taskCancel(g *Gateway, ctx context.Context, req *Request) (xml.TokenReader,
 	if svc == nil {
 		return nil, errServiceUnavailable
 	}
-	acc, err := svc.Cancel(ctx, req.From, req.To, req.Payload)
+	acc, err := svc.Cancel(ctx, *req)
 	if err != nil {
 		return nil, err
 	}

@@ -1,7 +1,6 @@
 package gateway_test
 
 import (
-	"agentgw/app"
 	"context"
 	"encoding/xml"
 	"fmt"
@@ -11,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"agentgw/app"
 	"agentgw/db"
 	"agentgw/gateway"
 	"agentgw/internal/testclock"

@@ -12,10 +12,12 @@ import (
 	"agentgw/db"
 	"agentgw/policy"
 	"agentgw/search"
+	"agentgw/surface"
 	"agentgw/wire"
 
 	"mellium.im/xmlstream"
 	"mellium.im/xmpp/jid"
+	"mellium.im/xmpp/stanza"
 )
 
 // benchRare is the number of endpoints whose title also says "Météo", at
@@ -100,7 +102,7 @@ func benchSearch(b *testing.B, svc *search.Service, pol *policy.Policy, who jid.
 	samples := make([]time.Duration, 0, b.N)
 	for b.Loop() {
 		t0 := time.Now()
-		res, err := svc.Search(ctx, pol, who, q)
+		res, err := svc.Search(ctx, surface.Request{Type: stanza.SetIQ, Policy: pol, From: who, Payload: q})
 		if err != nil || len(res.Items) != items {
 			b.Fatalf("search: %v, %d items", err, len(res.Items))
 		}

@@ -33,10 +33,8 @@ import (
 	"encoding/xml"
 
 	"agentgw/db"
-	"agentgw/policy"
+	"agentgw/surface"
 	"agentgw/wire"
-
-	"mellium.im/xmpp/jid"
 )
 
 // NS is the XEP-0055 namespace; it is also the search form's FORM_TYPE.
@@ -94,9 +92,11 @@ type Service struct {
 	PageMax int
 }
 
-// Search answers a search set: payload is the <query/>. Errors are
-// surface.ErrBadRequest and surface.ErrNotAcceptable for the request, or store errors.
-func (s *Service) Search(ctx context.Context, pol *policy.Policy, requester jid.JID, payload wire.Element) (Result, error) {
+// Search answers a search set, whose payload is the <query/>, for r.From
+// under r.Policy. Errors are surface.ErrBadRequest and
+// surface.ErrNotAcceptable for the request, or store errors.
+func (s *Service) Search(ctx context.Context, r surface.Request) (Result, error) {
+	pol, requester, payload := r.Policy, r.From, r.Payload
 	req, err := ParseRequest(payload)
 	if err != nil {
 		return Result{}, err

@@ -1,8 +1,6 @@
 package search_test
 
 import (
-	"agentgw/surface"
-
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -14,9 +12,11 @@ import (
 	"agentgw/db"
 	"agentgw/policy"
 	"agentgw/search"
+	"agentgw/surface"
 	"agentgw/wire"
 
 	"mellium.im/xmpp/jid"
+	"mellium.im/xmpp/stanza"
 )
 
 func openStore(tb testing.TB) *db.Store {
@@ -107,7 +107,7 @@ func TestSearchVisibility(t *testing.T) {
 		{bob, "weather", nil, 0},
 	} {
 		for _, legacy := range []bool{false, true} {
-			res, err := svc.Search(ctx, pol, tc.who, request(t, search.Request{Nick: tc.nick, Legacy: legacy}))
+			res, err := svc.Search(ctx, surface.Request{Type: stanza.SetIQ, Policy: pol, From: tc.who, Payload: request(t, search.Request{Nick: tc.nick, Legacy: legacy})})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -117,7 +117,7 @@ func TestSearchVisibility(t *testing.T) {
 		}
 	}
 	// An empty query lists everything visible, like the directory.
-	res, err := svc.Search(ctx, pol, alice, request(t, search.Request{}))
+	res, err := svc.Search(ctx, surface.Request{Type: stanza.SetIQ, Policy: pol, From: alice, Payload: request(t, search.Request{})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestSearchVisibility(t *testing.T) {
 		t.Errorf("empty query: count %d, %d items: %+v", res.Set.Count, len(res.Items), res.Items)
 	}
 	// A nil policy denies.
-	if res, err := svc.Search(ctx, nil, alice, request(t, search.Request{})); err != nil || res.Set.Count != 0 {
+	if res, err := svc.Search(ctx, surface.Request{Type: stanza.SetIQ, Policy: nil, From: alice, Payload: request(t, search.Request{})}); err != nil || res.Set.Count != 0 {
 		t.Errorf("nil policy: %+v %v", res, err)
 	}
 }
@@ -150,7 +150,7 @@ func TestSearchPagingAndCap(t *testing.T) {
 		{&wire.RSMRequest{Max: ptr(10), Index: ptr(115)}, 5, "e0115", "e0119", ptr(115)},
 		{&wire.RSMRequest{Max: ptr(0)}, 0, "", "", nil},
 	} {
-		res, err := svc.Search(ctx, pol, alice, request(t, search.Request{Nick: "AGENT 0", RSM: tc.rsm}))
+		res, err := svc.Search(ctx, surface.Request{Type: stanza.SetIQ, Policy: pol, From: alice, Payload: request(t, search.Request{Nick: "AGENT 0", RSM: tc.rsm})})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -166,7 +166,7 @@ func TestSearchPagingAndCap(t *testing.T) {
 	// The cap is the configured one, and the default page never exceeds it.
 	small := &search.Service{Store: s, PageMax: 10}
 	for _, rsm := range []*wire.RSMRequest{nil, {Max: ptr(500)}} {
-		res, err := small.Search(ctx, pol, alice, request(t, search.Request{RSM: rsm}))
+		res, err := small.Search(ctx, surface.Request{Type: stanza.SetIQ, Policy: pol, From: alice, Payload: request(t, search.Request{RSM: rsm})})
 		if err != nil || len(res.Items) != 10 {
 			t.Errorf("page_max 10, %+v: %d items (%v)", rsm, len(res.Items), err)
 		}
@@ -194,7 +194,7 @@ func TestSearchErrors(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := svc.Search(context.Background(), testPolicy(), alice, el); !errors.Is(err, tc.want) {
+		if _, err := svc.Search(context.Background(), surface.Request{Type: stanza.SetIQ, Policy: testPolicy(), From: alice, Payload: el}); !errors.Is(err, tc.want) {
 			t.Errorf("%s: err = %v, want %v", tc.body, err, tc.want)
 		}
 	}

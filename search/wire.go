@@ -1,12 +1,11 @@
 package search
 
 import (
-	"agentgw/surface"
-
 	"encoding/xml"
 	"slices"
 	"strconv"
 
+	"agentgw/surface"
 	"agentgw/wire"
 )
 

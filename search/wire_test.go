@@ -1,8 +1,6 @@
 package search_test
 
 import (
-	"agentgw/surface"
-
 	"encoding/xml"
 	"errors"
 	"fmt"
@@ -11,6 +9,7 @@ import (
 	"testing"
 
 	"agentgw/search"
+	"agentgw/surface"
 	"agentgw/wire"
 )
 

@@ -9,11 +9,8 @@ import (
 
 	"agentgw/db"
 	"agentgw/manifest"
-	"agentgw/policy"
+	"agentgw/surface"
 	"agentgw/task"
-	"agentgw/wire"
-
-	"mellium.im/xmpp/jid"
 )
 
 // maxCachedManifests and maxCachedManifestBytes bound the parsed
@@ -65,7 +62,8 @@ type Admission struct {
 //     task row and its hold on the pinned version.
 //
 // Invoke returns once the task and its replay record are durable.
-func (s *Service) Invoke(ctx context.Context, pol *policy.Policy, from, to jid.JID, payload wire.Element) (Admission, error) {
+func (s *Service) Invoke(ctx context.Context, r surface.Request) (Admission, error) {
+	pol, from, to, payload := r.Policy, r.From, r.To, r.Payload
 	inv, err := task.ParseInvoke(payload)
 	if err != nil {
 		return Admission{}, err

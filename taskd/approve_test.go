@@ -11,6 +11,7 @@ import (
 	"agentgw/manifest"
 	"agentgw/policy"
 	"agentgw/runtime/builtin"
+	"agentgw/surface"
 	"agentgw/task"
 	"agentgw/taskd"
 
@@ -68,7 +69,7 @@ func TestApprovalFailsClosed(t *testing.T) {
 	ctx := context.Background()
 	call := func(from, requestID, tool, args string) (taskd.Admission, error) {
 		inv := task.Invoke{RequestID: requestID, Tool: tool, APIVersion: m.Version, ManifestHash: m.Hash, Arguments: args}
-		return e.svc.Invoke(ctx, e.pol, jid.MustParse(from), jid.MustParse(guard), parseEl(t, marshal(t, inv.TokenReader())))
+		return e.svc.Invoke(ctx, surface.Request{Policy: e.pol, From: jid.MustParse(from), To: jid.MustParse(guard), Payload: parseEl(t, marshal(t, inv.TokenReader()))})
 	}
 	// What a caller without any grant gets.
 	_, err := call("mallory@evil.example/x", "req-appr-0123456789abcdef00", "echo", `{"text":"hi"}`)

@@ -1,7 +1,6 @@
 package taskd_test
 
 import (
-	"agentgw/app"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -13,10 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"agentgw/app"
 	"agentgw/db"
 	"agentgw/policy"
 	"agentgw/runtime"
 	"agentgw/runtime/builtin"
+	"agentgw/surface"
 	"agentgw/task"
 	"agentgw/taskd"
 	"agentgw/wire"
@@ -165,7 +166,7 @@ func benchAdmission(b *testing.B, mode string, callers int) {
 			wire.Attr("tool", "echo"),
 			wire.Attr("api-version", man.Version),
 		}
-		adm, err := svc.Invoke(ctx, pol, from, to, el)
+		adm, err := svc.Invoke(ctx, surface.Request{Policy: pol, From: from, To: to, Payload: el})
 		if err != nil {
 			return err
 		}

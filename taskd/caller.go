@@ -6,10 +6,8 @@ import (
 	"time"
 
 	"agentgw/db"
+	"agentgw/surface"
 	"agentgw/task"
-	"agentgw/wire"
-
-	"mellium.im/xmpp/jid"
 )
 
 // The caller's operations (ProtoXEP "Task Recovery", "Interactive Input",
@@ -21,7 +19,8 @@ import (
 
 // State answers a <task-state-request/> from the committed task. It is
 // read-only.
-func (s *Service) State(ctx context.Context, from, to jid.JID, payload wire.Element) (task.TaskState, error) {
+func (s *Service) State(ctx context.Context, r surface.Request) (task.TaskState, error) {
+	from, to, payload := r.From, r.To, r.Payload
 	req, err := task.ParseTaskStateRequest(payload)
 	if err != nil {
 		return task.TaskState{}, err
@@ -35,7 +34,8 @@ func (s *Service) State(ctx context.Context, from, to jid.JID, payload wire.Elem
 
 // Result answers a <task-result-request/>: the terminal state and payload,
 // or <unexpected-request/> while the task runs.
-func (s *Service) Result(ctx context.Context, from, to jid.JID, payload wire.Element) (task.TaskResult, error) {
+func (s *Service) Result(ctx context.Context, r surface.Request) (task.TaskResult, error) {
+	from, to, payload := r.From, r.To, r.Payload
 	req, err := task.ParseTaskResultRequest(payload)
 	if err != nil {
 		return task.TaskResult{}, err
@@ -68,7 +68,8 @@ func (s *Service) read(ctx context.Context, id string) (*task.Task, error) {
 // group commit and, once the answer is durable, hands it to the execution.
 // An identical replay returns the original <input-accepted/> and hands
 // nothing over.
-func (s *Service) ProvideInput(ctx context.Context, from, to jid.JID, payload wire.Element) (task.InputAccepted, error) {
+func (s *Service) ProvideInput(ctx context.Context, r surface.Request) (task.InputAccepted, error) {
+	from, to, payload := r.From, r.To, r.Payload
 	req, err := task.ParseProvideInput(payload)
 	if err != nil {
 		return task.InputAccepted{}, err
@@ -111,7 +112,8 @@ func (s *Service) ProvideInput(ctx context.Context, from, to jid.JID, payload wi
 // dispatched is confirmed cancelled at once, in the same commit. An
 // identical replay returns the original <cancel-accepted/> and tells
 // nobody.
-func (s *Service) Cancel(ctx context.Context, from, to jid.JID, payload wire.Element) (task.CancelAccepted, error) {
+func (s *Service) Cancel(ctx context.Context, r surface.Request) (task.CancelAccepted, error) {
+	from, to, payload := r.From, r.To, r.Payload
 	req, err := task.ParseCancel(payload)
 	if err != nil {
 		return task.CancelAccepted{}, err

@@ -1,7 +1,6 @@
 package taskd_test
 
 import (
-	"agentgw/app"
 	"context"
 	"encoding/json"
 	"encoding/xml"
@@ -12,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"agentgw/app"
 	"agentgw/db"
 	"agentgw/internal/testclock"
 	"agentgw/internal/xsdtest"
@@ -19,6 +19,7 @@ import (
 	"agentgw/policy"
 	"agentgw/runtime"
 	"agentgw/runtime/builtin"
+	"agentgw/surface"
 	"agentgw/task"
 	"agentgw/taskd"
 	"agentgw/wire"
@@ -167,7 +168,7 @@ func (e *env) invokeEl(requestID, tool, args string, deadline time.Time) wire.El
 // invoke admits a demo tool call from alice's laptop and dispatches it.
 func (e *env) invoke(requestID, tool, args string) task.Accepted {
 	e.t.Helper()
-	adm, err := e.svc.Invoke(context.Background(), e.pol, jid.MustParse(alice), jid.MustParse(demo), e.invokeEl(requestID, tool, args, time.Time{}))
+	adm, err := e.svc.Invoke(context.Background(), surface.Request{Policy: e.pol, From: jid.MustParse(alice), To: jid.MustParse(demo), Payload: e.invokeEl(requestID, tool, args, time.Time{})})
 	if err != nil {
 		e.t.Fatalf("invoke %s: %v", tool, err)
 	}
@@ -216,7 +217,7 @@ func (e *env) quiet() {
 // state reads the task state as alice.
 func (e *env) state(id string) task.TaskState {
 	e.t.Helper()
-	st, err := e.svc.State(context.Background(), jid.MustParse(alice), jid.MustParse(demo), taskRef(e.t, "task-state-request", id))
+	st, err := e.svc.State(context.Background(), surface.Request{From: jid.MustParse(alice), To: jid.MustParse(demo), Payload: taskRef(e.t, "task-state-request", id)})
 	if err != nil {
 		e.t.Fatalf("state: %v", err)
 	}

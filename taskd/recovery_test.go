@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"agentgw/runtime"
+	"agentgw/surface"
 	"agentgw/task"
 
 	"mellium.im/xmpp/jid"
@@ -25,13 +26,13 @@ func TestRestartRecovery(t *testing.T) {
 	rt.next(t)
 	e.next(running.TaskID, 1, task.EventStatus)
 
-	adm, err := e.svc.Invoke(ctx, e.pol, jid.MustParse(alice), jid.MustParse(demo), e.invokeEl("req-restart-accepted-012345", "count", `{"to":1}`, time.Time{}))
+	adm, err := e.svc.Invoke(ctx, surface.Request{Policy: e.pol, From: jid.MustParse(alice), To: jid.MustParse(demo), Payload: e.invokeEl("req-restart-accepted-012345", "count", `{"to":1}`, time.Time{})})
 	if err != nil {
 		t.Fatal(err)
 	}
 	accepted := adm.Accepted // never dispatched: the crash came first
 
-	adm, err = e.svc.Invoke(ctx, e.pol, jid.MustParse(alice), jid.MustParse(demo), e.invokeEl("req-restart-deadline-012345", "ask", `{"question":"?"}`, t0.Add(time.Minute)))
+	adm, err = e.svc.Invoke(ctx, surface.Request{Policy: e.pol, From: jid.MustParse(alice), To: jid.MustParse(demo), Payload: e.invokeEl("req-restart-deadline-012345", "ask", `{"question":"?"}`, t0.Add(time.Minute))})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package taskd_test
 
 import (
-	"agentgw/app"
 	"context"
 	"errors"
 	"fmt"
@@ -10,10 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"agentgw/app"
 	"agentgw/db"
 	"agentgw/policy"
 	"agentgw/runtime"
 	"agentgw/runtime/builtin"
+	"agentgw/surface"
 	"agentgw/task"
 	"agentgw/taskd"
 	"agentgw/wire"
@@ -76,7 +77,7 @@ func TestEchoLifecycle(t *testing.T) {
 		st.ManifestHash != e.man.Hash || st.APIVersion != e.man.Version {
 		t.Errorf("state %+v", st)
 	}
-	res, err := e.svc.Result(context.Background(), jid.MustParse("alice@example.org/phone"), jid.MustParse(demo), taskRef(t, "task-result-request", acc.TaskID))
+	res, err := e.svc.Result(context.Background(), surface.Request{From: jid.MustParse("alice@example.org/phone"), To: jid.MustParse(demo), Payload: taskRef(t, "task-result-request", acc.TaskID)})
 	if err != nil || res.State != task.StateCompleted || string(res.Payload) != string(done.Payload) || res.Revision != 2 {
 		t.Errorf("result %+v %v", res, err)
 	}
@@ -93,7 +94,7 @@ func TestAdmissionIsDurableBeforeAccepted(t *testing.T) {
 	rt := newScripted(false)
 	e := newEnv(t, withRuntime(rt))
 	ctx := context.Background()
-	adm, err := e.svc.Invoke(ctx, e.pol, jid.MustParse(alice), jid.MustParse(demo), e.invokeEl("req-durable-0123456789abcd", "echo", `{"text":"x"}`, time.Time{}))
+	adm, err := e.svc.Invoke(ctx, surface.Request{Policy: e.pol, From: jid.MustParse(alice), To: jid.MustParse(demo), Payload: e.invokeEl("req-durable-0123456789abcd", "echo", `{"text":"x"}`, time.Time{})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +138,7 @@ func TestReplay(t *testing.T) {
 
 	for _, from := range []string{alice, "alice@example.org/phone"} {
 		// Argument order differs; the canonical form is the same.
-		adm, err := e.svc.Invoke(ctx, e.pol, jid.MustParse(from), jid.MustParse(demo), e.invokeEl(rid, "echo", `{ "text" : "once" }`, time.Time{}))
+		adm, err := e.svc.Invoke(ctx, surface.Request{Policy: e.pol, From: jid.MustParse(from), To: jid.MustParse(demo), Payload: e.invokeEl(rid, "echo", `{ "text" : "once" }`, time.Time{})})
 		if err != nil {
 			t.Fatalf("replay from %s: %v", from, err)
 		}
@@ -164,15 +165,15 @@ func TestReplay(t *testing.T) {
 
 	for name, el := range map[string]func() error{
 		"other arguments": func() error {
-			_, err := e.svc.Invoke(ctx, e.pol, jid.MustParse(alice), jid.MustParse(demo), e.invokeEl(rid, "echo", `{"text":"twice"}`, time.Time{}))
+			_, err := e.svc.Invoke(ctx, surface.Request{Policy: e.pol, From: jid.MustParse(alice), To: jid.MustParse(demo), Payload: e.invokeEl(rid, "echo", `{"text":"twice"}`, time.Time{})})
 			return err
 		},
 		"other tool": func() error {
-			_, err := e.svc.Invoke(ctx, e.pol, jid.MustParse(alice), jid.MustParse(demo), e.invokeEl(rid, "ask", `{"question":"?"}`, time.Time{}))
+			_, err := e.svc.Invoke(ctx, surface.Request{Policy: e.pol, From: jid.MustParse(alice), To: jid.MustParse(demo), Payload: e.invokeEl(rid, "ask", `{"question":"?"}`, time.Time{})})
 			return err
 		},
 		"a deadline": func() error {
-			_, err := e.svc.Invoke(ctx, e.pol, jid.MustParse(alice), jid.MustParse(demo), e.invokeEl(rid, "echo", `{"text":"once"}`, t0.Add(time.Minute)))
+			_, err := e.svc.Invoke(ctx, surface.Request{Policy: e.pol, From: jid.MustParse(alice), To: jid.MustParse(demo), Payload: e.invokeEl(rid, "echo", `{"text":"once"}`, t0.Add(time.Minute))})
 			return err
 		},
 	} {
@@ -226,7 +227,7 @@ func TestAuthorizationBeforeValidity(t *testing.T) {
 		{"authorized, unknown tool", alice, demo, func() wiredEl { return withTool(t, good, "nosuchtool") }},
 		{"unauthorized endpoint without a runtime", "bob@example.org/x", "norun@agents.example", func() wiredEl { return goodNorun }},
 	} {
-		_, err := e.svc.Invoke(ctx, e.pol, jid.MustParse(tc.from), jid.MustParse(tc.to), tc.el())
+		_, err := e.svc.Invoke(ctx, surface.Request{Policy: e.pol, From: jid.MustParse(tc.from), To: jid.MustParse(tc.to), Payload: tc.el()})
 		if !errors.Is(err, task.ErrNotFound) {
 			t.Errorf("%s: %v, want item-not-found", tc.name, err)
 			continue
@@ -256,7 +257,7 @@ func TestAuthorizationBeforeValidity(t *testing.T) {
 		{"no runtime", "norun@agents.example", goodNorun, task.ErrServiceUnavailable},
 		{"malformed", demo, parseEl(t, `<invoke xmlns='urn:xmpp:agent-task:0' request-id='short'/>`), task.ErrBadRequest},
 	} {
-		_, err := e.svc.Invoke(ctx, e.pol, jid.MustParse(alice), jid.MustParse(tc.to), tc.el)
+		_, err := e.svc.Invoke(ctx, surface.Request{Policy: e.pol, From: jid.MustParse(alice), To: jid.MustParse(tc.to), Payload: tc.el})
 		if !errors.Is(err, tc.want) {
 			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
 		}
@@ -267,8 +268,7 @@ func TestAuthorizationBeforeValidity(t *testing.T) {
 	}
 	e.invoke("req-auth-0123456789abcdef04", "echo", `{"text":"ok"}`)
 	// bob's exact-tool grant works.
-	if _, err := e.svc.Invoke(ctx, e.pol, jid.MustParse("bob@example.org/x"), jid.MustParse(demo),
-		e.invokeEl("req-auth-0123456789abcdef05", "echo", `{"text":"bob"}`, time.Time{})); err != nil {
+	if _, err := e.svc.Invoke(ctx, surface.Request{Policy: e.pol, From: jid.MustParse("bob@example.org/x"), To: jid.MustParse(demo), Payload: e.invokeEl("req-auth-0123456789abcdef05", "echo", `{"text":"bob"}`, time.Time{})}); err != nil {
 		t.Errorf("bob's echo: %v", err)
 	}
 }
@@ -283,11 +283,11 @@ func TestRecoveryIQsAuthorize(t *testing.T) {
 	e.next(acc.TaskID, 1, task.EventStatus)
 	e.next(acc.TaskID, 2, task.EventCompleted)
 	state := func(from, to, id string) error {
-		_, err := e.svc.State(ctx, jid.MustParse(from), jid.MustParse(to), taskRef(t, "task-state-request", id))
+		_, err := e.svc.State(ctx, surface.Request{From: jid.MustParse(from), To: jid.MustParse(to), Payload: taskRef(t, "task-state-request", id)})
 		return err
 	}
 	result := func(from, to, id string) error {
-		_, err := e.svc.Result(ctx, jid.MustParse(from), jid.MustParse(to), taskRef(t, "task-result-request", id))
+		_, err := e.svc.Result(ctx, surface.Request{From: jid.MustParse(from), To: jid.MustParse(to), Payload: taskRef(t, "task-result-request", id)})
 		return err
 	}
 	if err := state("alice@example.org/other", demo, acc.TaskID); err != nil {
@@ -311,7 +311,7 @@ func TestRecoveryIQsAuthorize(t *testing.T) {
 			t.Errorf("%s differs from %s", b, want)
 		}
 	}
-	if _, err := e.svc.State(ctx, jid.MustParse(alice), jid.MustParse(demo), taskRef(t, "task-state-request", "bad id")); !errors.Is(err, task.ErrBadRequest) {
+	if _, err := e.svc.State(ctx, surface.Request{From: jid.MustParse(alice), To: jid.MustParse(demo), Payload: taskRef(t, "task-state-request", "bad id")}); !errors.Is(err, task.ErrBadRequest) {
 		t.Errorf("malformed ID: %v", err)
 	}
 	// Expired: past retain-until the task answers like a missing one.
@@ -334,10 +334,10 @@ func TestCancelAndInput(t *testing.T) {
 	e.next(acc.TaskID, 2, task.EventProgress)
 	<-e.steps // count waits for its second step
 	cancel := parseEl(t, fmt.Sprintf(`<cancel xmlns='urn:xmpp:agent-task:0' task-id='%s' expected-revision='2'><reason>enough</reason></cancel>`, acc.TaskID))
-	if _, err := e.svc.Cancel(ctx, other, to, cancel); !errors.Is(err, task.ErrNotFound) {
+	if _, err := e.svc.Cancel(ctx, surface.Request{From: other, To: to, Payload: cancel}); !errors.Is(err, task.ErrNotFound) {
 		t.Errorf("cancel by another caller: %v", err)
 	}
-	ca, err := e.svc.Cancel(ctx, me, to, cancel)
+	ca, err := e.svc.Cancel(ctx, surface.Request{From: me, To: to, Payload: cancel})
 	if err != nil || ca.Revision != 3 {
 		t.Fatalf("cancel %+v %v", ca, err)
 	}
@@ -345,7 +345,7 @@ func TestCancelAndInput(t *testing.T) {
 	e.next(acc.TaskID, 3, task.EventStatus)
 	e.next(acc.TaskID, 4, task.EventCancelled)
 	// The identical cancel again is the original acceptance.
-	if again, err := e.svc.Cancel(ctx, jid.MustParse("alice@example.org/phone"), to, cancel); err != nil || again != ca {
+	if again, err := e.svc.Cancel(ctx, surface.Request{From: jid.MustParse("alice@example.org/phone"), To: to, Payload: cancel}); err != nil || again != ca {
 		t.Errorf("cancel replay %+v %v", again, err)
 	}
 
@@ -358,10 +358,10 @@ func TestCancelAndInput(t *testing.T) {
 	}
 	reqID := between(string(ir.Payload), `"requestId":"`, `"`)
 	answer := parseEl(t, fmt.Sprintf(`<provide-input xmlns='urn:xmpp:agent-task:0' task-id='%s' request-id='%s' expected-revision='2'><input media-type='application/json'>{"answer":"blue"}</input></provide-input>`, acc.TaskID, reqID))
-	if _, err := e.svc.ProvideInput(ctx, other, to, answer); !errors.Is(err, task.ErrNotFound) {
+	if _, err := e.svc.ProvideInput(ctx, surface.Request{From: other, To: to, Payload: answer}); !errors.Is(err, task.ErrNotFound) {
 		t.Errorf("input by another caller: %v", err)
 	}
-	ia, err := e.svc.ProvideInput(ctx, me, to, answer)
+	ia, err := e.svc.ProvideInput(ctx, surface.Request{From: me, To: to, Payload: answer})
 	if err != nil || ia.Revision != 3 {
 		t.Fatalf("provide %+v %v", ia, err)
 	}
@@ -371,7 +371,7 @@ func TestCancelAndInput(t *testing.T) {
 	if !strings.Contains(string(done.Payload), `{"answer":"blue"}`) {
 		t.Errorf("ask %s", done.Payload)
 	}
-	if again, err := e.svc.ProvideInput(ctx, me, to, answer); err != nil || again != ia {
+	if again, err := e.svc.ProvideInput(ctx, surface.Request{From: me, To: to, Payload: answer}); err != nil || again != ia {
 		t.Errorf("input replay %+v %v", again, err)
 	}
 	e.quiet()
@@ -389,12 +389,12 @@ func TestCancelBeforeDispatch(t *testing.T) {
 	rt := newScripted(false)
 	e := newEnv(t, withRuntime(rt))
 	ctx := context.Background()
-	adm, err := e.svc.Invoke(ctx, e.pol, jid.MustParse(alice), jid.MustParse(demo), e.invokeEl("req-early-0123456789abcdef0", "count", `{"to":1}`, time.Time{}))
+	adm, err := e.svc.Invoke(ctx, surface.Request{Policy: e.pol, From: jid.MustParse(alice), To: jid.MustParse(demo), Payload: e.invokeEl("req-early-0123456789abcdef0", "count", `{"to":1}`, time.Time{})})
 	if err != nil {
 		t.Fatal(err)
 	}
 	id := adm.Accepted.TaskID
-	ca, err := e.svc.Cancel(ctx, jid.MustParse(alice), jid.MustParse(demo), parseEl(t, fmt.Sprintf(`<cancel xmlns='urn:xmpp:agent-task:0' task-id='%s' expected-revision='0'/>`, id)))
+	ca, err := e.svc.Cancel(ctx, surface.Request{From: jid.MustParse(alice), To: jid.MustParse(demo), Payload: parseEl(t, fmt.Sprintf(`<cancel xmlns='urn:xmpp:agent-task:0' task-id='%s' expected-revision='0'/>`, id))})
 	if err != nil || ca.Revision != 1 {
 		t.Fatalf("cancel %+v %v", ca, err)
 	}
@@ -417,7 +417,7 @@ func TestDeadline(t *testing.T) {
 	ctx := context.Background()
 
 	// The timer.
-	adm, err := e.svc.Invoke(ctx, e.pol, jid.MustParse(alice), jid.MustParse(demo), e.invokeEl("req-deadline-0123456789abcd", "ask", `{"question":"?"}`, t0.Add(90*time.Second)))
+	adm, err := e.svc.Invoke(ctx, surface.Request{Policy: e.pol, From: jid.MustParse(alice), To: jid.MustParse(demo), Payload: e.invokeEl("req-deadline-0123456789abcd", "ask", `{"question":"?"}`, t0.Add(90*time.Second))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -516,7 +516,7 @@ func TestRetentionAndPurge(t *testing.T) {
 
 	// Expired, not yet purged: state is gone, the replay still answers.
 	e.clock.Advance(2 * time.Hour)
-	if _, err := e.svc.State(ctx, jid.MustParse(alice), jid.MustParse(demo), taskRef(t, "task-state-request", acc.TaskID)); !errors.Is(err, task.ErrNotFound) {
+	if _, err := e.svc.State(ctx, surface.Request{From: jid.MustParse(alice), To: jid.MustParse(demo), Payload: taskRef(t, "task-state-request", acc.TaskID)}); !errors.Is(err, task.ErrNotFound) {
 		t.Errorf("expired state: %v", err)
 	}
 	if n, err := e.svc.Purge(ctx); err != nil || n != 0 {
@@ -559,7 +559,7 @@ func TestCapacity(t *testing.T) {
 	ctx := context.Background()
 	first := e.invoke("req-cap-0123456789abcdef012", "echo", `{"text":"1"}`)
 	x := rt.next(t)
-	_, err := e.svc.Invoke(ctx, e.pol, jid.MustParse(alice), jid.MustParse(demo), e.invokeEl("req-cap-0123456789abcdef013", "echo", `{"text":"2"}`, time.Time{}))
+	_, err := e.svc.Invoke(ctx, surface.Request{Policy: e.pol, From: jid.MustParse(alice), To: jid.MustParse(demo), Payload: e.invokeEl("req-cap-0123456789abcdef013", "echo", `{"text":"2"}`, time.Time{})})
 	if !errors.Is(err, task.ErrResourceConstraint) {
 		t.Errorf("over capacity: %v", err)
 	}
@@ -591,7 +591,7 @@ func TestConcurrentAdmissions(t *testing.T) {
 				// Every request is sent twice, concurrently in effect:
 				// the second is a replay.
 				for range 2 {
-					adm, err := e.svc.Invoke(ctx, e.pol, from, jid.MustParse(demo), e.invokeEl(rid, "echo", fmt.Sprintf(`{"text":"%d-%d"}`, c, i), time.Time{}))
+					adm, err := e.svc.Invoke(ctx, surface.Request{Policy: e.pol, From: from, To: jid.MustParse(demo), Payload: e.invokeEl(rid, "echo", fmt.Sprintf(`{"text":"%d-%d"}`, c, i), time.Time{})})
 					if err != nil {
 						t.Error(err)
 						return
