@@ -87,12 +87,9 @@ type Service struct {
 	Rand io.Reader
 }
 
-// Request is one request as the service sees it.
-type Request struct {
-	Policy   *policy.Policy
-	From, To jid.JID
-	Payload  wire.Element
-}
+// Request is one request as the service sees it: the one request type of
+// every surface.
+type Request = surface.Request
 
 // commandTools returns the active version of a visible, hosted endpoint
 // and the tools of it that from may invoke, or surface.ErrItemNotFound.

@@ -63,7 +63,6 @@ import (
 	"agentgw/manifest"
 	"agentgw/policy"
 	"agentgw/surface"
-	"agentgw/wire"
 
 	"mellium.im/xmpp/jid"
 	"mellium.im/xmpp/stanza"
@@ -158,16 +157,9 @@ type Service struct {
 	TaskFeatures []string
 }
 
-// Request is an IQ get or set as the handlers see it.
-type Request struct {
-	// Policy is the policy in force when the IQ arrived.
-	Policy *policy.Policy
-	// From is the authenticated sender; To is the JID addressed, the
-	// gateway or an endpoint.
-	From, To jid.JID
-	// Payload is the IQ's child element.
-	Payload wire.Element
-}
+// Request is an IQ get or set as the handlers see it: the one request
+// type of every surface.
+type Request = surface.Request
 
 // manifestError maps a validation failure to its stanza error. Diagnostics
 // are dropped: the error carries only the condition.

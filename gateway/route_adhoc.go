@@ -57,14 +57,10 @@ func (g *Gateway) adhocService() *adhoc.Service {
 // commandWait overrides adhoc.DefaultWait when set (tests only).
 var commandWait atomic.Int64
 
-func (g *Gateway) adhocRequest(req *Request) adhoc.Request {
-	return adhoc.Request{Policy: g.Policy(), From: req.From, To: req.To, Payload: req.Payload}
-}
-
 // adhocEndpointFeatures are the command features of an endpoint's
 // disco#info for the requester.
 func (g *Gateway) adhocEndpointFeatures(ctx context.Context, req *Request) []string {
-	return g.adhocService().EndpointFeatures(ctx, g.adhocRequest(req))
+	return g.adhocService().EndpointFeatures(ctx, *req)
 }
 
 // gatewayCommands is the command surface of the gateway JID.
@@ -77,7 +73,7 @@ func (g *Gateway) gatewayCommands() *adhoc.GatewayService {
 
 // gatewayCommand answers a <command/> at the gateway JID.
 func gatewayCommand(g *Gateway, ctx context.Context, req *Request) (xml.TokenReader, error) {
-	c, err := g.gatewayCommands().Execute(ctx, g.adhocRequest(req))
+	c, err := g.gatewayCommands().Execute(ctx, *req)
 	if err != nil {
 		return nil, err
 	}
@@ -87,7 +83,7 @@ func gatewayCommand(g *Gateway, ctx context.Context, req *Request) (xml.TokenRea
 // gatewayCommandInfo and gatewayCommandItems answer disco on the
 // gateway's command list and command nodes.
 func gatewayCommandInfo(g *Gateway, req *Request, node string) (xml.TokenReader, error) {
-	info, err := g.gatewayCommands().Info(g.adhocRequest(req), node)
+	info, err := g.gatewayCommands().Info(*req, node)
 	if err != nil {
 		return nil, err
 	}
@@ -96,16 +92,16 @@ func gatewayCommandInfo(g *Gateway, req *Request, node string) (xml.TokenReader,
 
 func gatewayCommandItems(g *Gateway, req *Request, node string) (xml.TokenReader, error) {
 	if node != adhoc.NS {
-		if _, err := g.gatewayCommands().Info(g.adhocRequest(req), node); err != nil {
+		if _, err := g.gatewayCommands().Info(*req, node); err != nil {
 			return nil, err
 		}
 		return wire.ItemsResult{Node: node}.TokenReader(), nil
 	}
-	return g.gatewayCommands().Items(g.adhocRequest(req)).TokenReader(), nil
+	return g.gatewayCommands().Items(*req).TokenReader(), nil
 }
 
 func endpointCommand(g *Gateway, ctx context.Context, req *Request) (xml.TokenReader, error) {
-	c, err := g.adhocService().Execute(ctx, g.adhocRequest(req))
+	c, err := g.adhocService().Execute(ctx, *req)
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +111,7 @@ func endpointCommand(g *Gateway, ctx context.Context, req *Request) (xml.TokenRe
 // adhocNodeInfo and adhocNodeItems answer disco on an endpoint's command
 // list and command nodes.
 func adhocNodeInfo(g *Gateway, ctx context.Context, req *Request, node string) (xml.TokenReader, error) {
-	info, err := g.adhocService().Info(ctx, g.adhocRequest(req), node)
+	info, err := g.adhocService().Info(ctx, *req, node)
 	if err != nil {
 		return nil, err
 	}
@@ -126,12 +122,12 @@ func adhocNodeItems(g *Gateway, ctx context.Context, req *Request, node string) 
 	if node != adhoc.NS {
 		// A command node has no items; answer as for a missing one
 		// after the same checks.
-		if _, err := g.adhocService().Info(ctx, g.adhocRequest(req), node); err != nil {
+		if _, err := g.adhocService().Info(ctx, *req, node); err != nil {
 			return nil, err
 		}
 		return wire.ItemsResult{Node: node}.TokenReader(), nil
 	}
-	items, err := g.adhocService().Items(ctx, g.adhocRequest(req))
+	items, err := g.adhocService().Items(ctx, *req)
 	if err != nil {
 		return nil, err
 	}

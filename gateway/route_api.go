@@ -51,14 +51,10 @@ func (g *Gateway) apiService() *api.Service {
 	}
 }
 
-func (g *Gateway) apiRequest(req *Request) api.Request {
-	return api.Request{Policy: g.Policy(), From: req.From, To: req.To, Payload: req.Payload}
-}
-
 // apiHandler adapts a handler of package api to the routing table.
 func apiHandler(h func(*api.Service, context.Context, api.Request) (xml.TokenReader, error)) iqHandler {
 	return func(g *Gateway, ctx context.Context, req *Request) (xml.TokenReader, error) {
-		return h(g.apiService(), ctx, g.apiRequest(req))
+		return h(g.apiService(), ctx, *req)
 	}
 }
 
@@ -66,7 +62,7 @@ func apiHandler(h func(*api.Service, context.Context, api.Request) (xml.TokenRea
 // are logged when they succeed: who did what to which endpoint.
 func provisioning(h func(*api.Service, context.Context, api.Request) (xml.TokenReader, error)) iqHandler {
 	return func(g *Gateway, ctx context.Context, req *Request) (xml.TokenReader, error) {
-		res, err := h(g.apiService(), ctx, g.apiRequest(req))
+		res, err := h(g.apiService(), ctx, *req)
 		if err == nil {
 			endpoint, _ := req.Payload.AttrValue("jid")
 			g.log.Info("provisioning", "op", req.Payload.Start.Name.Local, "from", req.From.Bare().String(), "jid", endpoint)
@@ -80,7 +76,7 @@ func provisioning(h func(*api.Service, context.Context, api.Request) (xml.TokenR
 func endpointNodeInfo(g *Gateway, ctx context.Context, req *Request, node string) (xml.TokenReader, error) {
 	svc := g.apiService()
 	svc.TaskFeatures = g.taskToolFeatures(req.To)
-	info, err := svc.NodeInfo(ctx, g.apiRequest(req), node)
+	info, err := svc.NodeInfo(ctx, *req, node)
 	if err != nil {
 		return nil, err
 	}
@@ -89,7 +85,7 @@ func endpointNodeInfo(g *Gateway, ctx context.Context, req *Request, node string
 
 // endpointNodeItems answers disco#items on a node of an endpoint.
 func endpointNodeItems(g *Gateway, ctx context.Context, req *Request, node string) (xml.TokenReader, error) {
-	items, err := g.apiService().NodeItems(ctx, g.apiRequest(req), node)
+	items, err := g.apiService().NodeItems(ctx, *req, node)
 	if err != nil {
 		return nil, err
 	}
