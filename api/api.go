@@ -65,7 +65,6 @@ import (
 	"agentgw/surface"
 
 	"mellium.im/xmpp/jid"
-	"mellium.im/xmpp/stanza"
 )
 
 // Namespaces, features, identities, form types and media types.
@@ -129,15 +128,16 @@ func GatewayFeatures(p *policy.Policy) []string {
 	return out
 }
 
-// Stanza errors of this package. Hidden and nonexistent objects share
-// ErrNotFound, which is surface.ErrItemNotFound: the same bytes everywhere.
+// The stanza errors this package answers with: entries of the one table
+// (package surface), named here for its handlers. Hidden and nonexistent
+// objects share ErrNotFound: the same bytes everywhere.
 var (
 	ErrNotFound           = surface.ErrItemNotFound
-	ErrBadRequest         = stanza.Error{Type: stanza.Modify, Condition: stanza.BadRequest}
-	ErrForbidden          = stanza.Error{Type: stanza.Auth, Condition: stanza.Forbidden}
-	ErrConflict           = stanza.Error{Type: stanza.Cancel, Condition: stanza.Conflict}
-	ErrNotAcceptable      = stanza.Error{Type: stanza.Modify, Condition: stanza.NotAcceptable}
-	ErrResourceConstraint = stanza.Error{Type: stanza.Wait, Condition: stanza.ResourceConstraint}
+	ErrBadRequest         = surface.ErrBadRequest
+	ErrForbidden          = surface.ErrForbidden
+	ErrConflict           = surface.ErrConflict
+	ErrNotAcceptable      = surface.ErrNotAcceptable
+	ErrResourceConstraint = surface.ErrResourceConstraint
 )
 
 // Service answers the agent API from the store, under the visibility

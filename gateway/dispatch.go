@@ -49,11 +49,13 @@ func (s *session) lastIn() time.Time { return time.Unix(0, s.lastNS.Load()) }
 // request type of every surface. route sets its Policy.
 type Request = surface.Request
 
+// The errors the dispatcher answers with itself, by short names: entries
+// of the one table (package surface).
 var (
-	errServiceUnavailable = stanza.Error{Type: stanza.Cancel, Condition: stanza.ServiceUnavailable}
-	errBadRequest         = stanza.Error{Type: stanza.Modify, Condition: stanza.BadRequest}
-	errResource           = stanza.Error{Type: stanza.Wait, Condition: stanza.ResourceConstraint}
-	errInternal           = stanza.Error{Type: stanza.Wait, Condition: stanza.InternalServerError}
+	errServiceUnavailable = surface.ErrServiceUnavailable
+	errBadRequest         = surface.ErrBadRequest
+	errResource           = surface.ErrResourceConstraint
+	errInternal           = surface.ErrInternalServerError
 )
 
 // handler is what Serve calls for every top-level element. It only buffers
@@ -275,17 +277,18 @@ func (s *session) replyResult(req *Request, payload xml.TokenReader) {
 	s.send(iq.Wrap(payload))
 }
 
-// replyError turns err into an error IQ. A stanza.Error is sent as it is;
-// anything else is logged and becomes internal-server-error, so that no
-// internal detail reaches the wire.
+// replyError turns err into an error IQ: the one function that does, for
+// every surface. A stanza.Error is sent as its type and condition, never
+// its text (surface.Wire); anything else is logged and becomes
+// internal-server-error, so that no internal detail reaches the wire.
 func (s *session) replyError(req *Request, err error) {
-	var se stanza.Error
-	if !errors.As(err, &se) {
+	se, ok := surface.Wire(err)
+	if !ok {
 		s.g.log.Error("request failed", "to", req.To.String(), "payload", req.Payload.Start.Name.Space+" "+req.Payload.Start.Name.Local, "err", err)
 		se = errInternal
 	}
 	iq := stanza.IQ{ID: req.ID, Type: stanza.ErrorIQ, From: req.To, To: req.From}
-	s.send(iq.Wrap(stanza.Error{Type: se.Type, Condition: se.Condition}.TokenReader()))
+	s.send(iq.Wrap(se.TokenReader()))
 }
 
 // send writes one stanza and forgets the outcome: a failed write has
