@@ -254,7 +254,15 @@ func (s *session) dispatchMessage(el wire.Element) {
 }
 
 // replyResult answers req from the JID it was addressed to.
+// A result over the wire size limit (wiresize.go) is answered
+// <resource-constraint/> instead.
 func (s *session) replyResult(req *Request, payload xml.TokenReader) {
+	payload, ok := boundPayload(payload)
+	if !ok {
+		s.g.log.Warn("reply over the stanza size limit refused", "to", req.To.String(), "payload", req.Payload.Start.Name.Space+" "+req.Payload.Start.Name.Local, "limit", wire.MaxStanzaBytes)
+		s.replyError(req, errResource)
+		return
+	}
 	iq := stanza.IQ{ID: req.ID, Type: stanza.ResultIQ, From: req.To, To: req.From}
 	s.send(iq.Wrap(payload))
 }
@@ -283,9 +291,19 @@ func (s *session) send(r xml.TokenReader) {
 		// past write deadline under the shutdown announcements.
 		return
 	}
-	if err := s.sess.Send(s.ctx, r); err != nil && s.ctx.Err() == nil {
+	if err := s.write(r); err != nil && s.ctx.Err() == nil {
 		s.g.log.Warn("send failed", "err", err)
 	}
+}
+
+// write bounds one stanza to wire.MaxStanzaBytes (wiresize.go) and sends
+// it; a stanza over the limit is not sent at all.
+func (s *session) write(r xml.TokenReader) error {
+	r, err := boundStanza(r)
+	if err != nil {
+		return err
+	}
+	return s.sess.Send(s.ctx, r)
 }
 
 func sortStrings(s []string) { sort.Strings(s) }

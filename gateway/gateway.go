@@ -24,6 +24,7 @@ import (
 	"agentgw/legacy"
 	"agentgw/policy"
 	"agentgw/taskd"
+	"agentgw/wire"
 
 	"mellium.im/xmpp/jid"
 )
@@ -182,7 +183,11 @@ func (g *Gateway) sendStanza(r xml.TokenReader) error {
 	if s == nil || s.ctx.Err() != nil {
 		return ErrStreamLost
 	}
-	return s.sess.Send(s.ctx, r)
+	err := s.write(r)
+	if isTooLarge(err) {
+		g.log.Error("stanza over the size limit not sent", "limit", wire.MaxStanzaBytes)
+	}
+	return err
 }
 
 // WaitConnected blocks until a stream is up or ctx ends.

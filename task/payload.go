@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"agentgw/runtime"
+	"agentgw/wire"
 )
 
 // Limits of the event payload schema, in characters (code points).
@@ -24,6 +25,23 @@ const (
 // namespace-qualified ("Error Handling").
 const CodeInputExpired = "agentgw:input-expired"
 
+// CodeResultTooLarge is the failure code of a task whose tool returned a
+// result too large to carry: over Config.MaxResultBytes as raw JSON, or
+// over MaxEventWireBytes once XML-escaped in its event. It is
+// deployment-defined, hence namespace-qualified ("Error Handling").
+const CodeResultTooLarge = "agentgw:result-too-large"
+
+// EnvelopeReserve is the part of wire.MaxStanzaBytes kept for what wraps an
+// event payload on the wire: the <message/> or task-result <iq/> with its
+// addresses (JIDs of up to 3071 bytes, escaped), the <event/> or
+// <task-result/> attributes and namespace declarations.
+const EnvelopeReserve = 16 << 10
+
+// MaxEventWireBytes bounds an event payload after XML escaping
+// (wire.EscapedLen), so that the event message and the task-result reply
+// that carry it stay within wire.MaxStanzaBytes.
+const MaxEventWireBytes = wire.MaxStanzaBytes - EnvelopeReserve
+
 // Failures this package settles tasks with. Their messages are fixed and
 // safe.
 var (
@@ -33,8 +51,8 @@ var (
 		Message: "The input request expired without an answer.", Retryable: true}
 	failInvalidResult = runtime.Failure{Code: runtime.CodeInternalError,
 		Message: "The tool produced a result that is not valid.", Retryable: false}
-	failResultTooLarge = runtime.Failure{Code: runtime.CodeInternalError,
-		Message: "The tool produced a result that exceeds the size limit.", Retryable: false}
+	failResultTooLarge = runtime.Failure{Code: CodeResultTooLarge,
+		Message: "The tool's result exceeds the gateway's size limit (256 KiB of JSON, 464 KiB after XML escaping).", Retryable: false}
 	failInterrupted = runtime.Failure{Code: runtime.CodeUnavailable,
 		Message: "The task was interrupted by a gateway restart.", Retryable: true}
 	failGeneric = "The tool failed."
