@@ -37,6 +37,11 @@ const (
 	// sender (bare JID): requests per second, and how many at once.
 	DefaultRateLimit = 100
 	DefaultRateBurst = 200
+	// DefaultDomainRateLimit and DefaultDomainRateBurst bound the stanzas
+	// of all senders of one domain together (domain_rate_limit,
+	// domain_rate_burst), so a thousand localparts are one budget.
+	DefaultDomainRateLimit = 500
+	DefaultDomainRateBurst = 1000
 	// maxSecretBytes bounds a secret file.
 	maxSecretBytes = 4096
 	// DefaultMaxActiveTasks bounds the tasks that are not terminal; past
@@ -82,6 +87,8 @@ type Gateway struct {
 	RequestReplaySeconds int     `toml:"request_replay_seconds"`
 	RateLimit            float64 `toml:"rate_limit"`
 	RateBurst            int     `toml:"rate_burst"`
+	DomainRateLimit      float64 `toml:"domain_rate_limit"`
+	DomainRateBurst      int     `toml:"domain_rate_burst"`
 }
 
 // Database is the [database] table.
@@ -168,6 +175,8 @@ func Defaults() File {
 			RequestReplaySeconds: DefaultReplaySeconds,
 			RateLimit:            DefaultRateLimit,
 			RateBurst:            DefaultRateBurst,
+			DomainRateLimit:      DefaultDomainRateLimit,
+			DomainRateBurst:      DefaultDomainRateBurst,
 		},
 		Database: Database{Path: "agentgw.db"},
 		Log:      Log{Level: "info"},
@@ -202,6 +211,8 @@ type Config struct {
 	RequestReplaySeconds int
 	RateLimit            float64
 	RateBurst            int
+	DomainRateLimit      float64
+	DomainRateBurst      int
 
 	DatabasePath string
 	LogLevel     string
@@ -447,6 +458,13 @@ func (f File) Validate(dir, path string) (*Config, error) {
 	}
 	if c.RateBurst < 1 {
 		bad("gateway.rate_burst", "must be a positive integer")
+	}
+	c.DomainRateLimit, c.DomainRateBurst = f.Gateway.DomainRateLimit, f.Gateway.DomainRateBurst
+	if c.DomainRateLimit < 0 {
+		bad("gateway.domain_rate_limit", "must be 0 (no limit) or a positive number of requests per second")
+	}
+	if c.DomainRateBurst < 1 {
+		bad("gateway.domain_rate_burst", "must be a positive integer")
 	}
 
 	// [database]

@@ -68,6 +68,8 @@ type Gateway struct {
 	workers chan struct{}
 	pending *pendingIQs
 	limiter *limiter
+	// domainLimiter is the per-domain budget (ratelimit.go).
+	domainLimiter *limiter
 
 	// avail is the runtime availability hook and presence the presence
 	// state of the live stream, nil between streams (presence.go).
@@ -95,14 +97,15 @@ func New(cfg *config.Config, store *db.Store, log *slog.Logger) *Gateway {
 		log = slog.New(slog.DiscardHandler)
 	}
 	g := &Gateway{
-		cfg:     cfg,
-		store:   store,
-		log:     log,
-		domain:  cfg.Domain,
-		workers: make(chan struct{}, maxWorkers),
-		pending: newPendingIQs(maxPendingIQs),
-		limiter: newLimiter(cfg.RateLimit, float64(cfg.RateBurst)),
-		notify:  make(chan struct{}),
+		cfg:           cfg,
+		store:         store,
+		log:           log,
+		domain:        cfg.Domain,
+		workers:       make(chan struct{}, maxWorkers),
+		pending:       newPendingIQs(maxPendingIQs),
+		limiter:       newLimiter(cfg.RateLimit, float64(cfg.RateBurst)),
+		domainLimiter: newLimiter(cfg.DomainRateLimit, float64(cfg.DomainRateBurst)),
+		notify:        make(chan struct{}),
 		dir: &directory.Service{
 			Store:         store,
 			Name:          cfg.Name,

@@ -231,6 +231,10 @@ func (s *session) dispatchPresence(el wire.Element) {
 	if from.Domainpart() == dom || to.Domainpart() != dom {
 		return
 	}
+	if !s.g.allowSender(from, time.Now()) {
+		// Past the sender's or its domain's rate (ratelimit.go).
+		return
+	}
 	s.presence.enqueue(inboundPresence{typ: stanza.PresenceType(typ), id: id, from: from, endpoint: to.Bare()})
 }
 
