@@ -20,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"agentgw/internal/secretfile"
 	"agentgw/policy"
 
 	"github.com/pelletier/go-toml/v2"
@@ -159,6 +160,8 @@ type EndpointFile struct {
 	Description        string            `toml:"description"`
 	DefaultTimeout     string            `toml:"default_timeout"`
 	MaxTimeout         string            `toml:"max_timeout"`
+	// Insecure allows a plain http:// url to a host that is not loopback.
+	Insecure bool `toml:"insecure"`
 }
 
 // Defaults returns the File that decoding starts from.
@@ -689,6 +692,7 @@ var runtimeKeys = []struct {
 	{"description", []string{RuntimeMCP}, func(e EndpointFile) bool { return e.Description != "" }},
 	{"default_timeout", []string{RuntimeMCP}, func(e EndpointFile) bool { return e.DefaultTimeout != "" }},
 	{"max_timeout", []string{RuntimeMCP}, func(e EndpointFile) bool { return e.MaxTimeout != "" }},
+	{"insecure", []string{RuntimeMCP}, func(e EndpointFile) bool { return e.Insecure }},
 }
 
 // foreignKeys reports every key set on an [[endpoint]] whose runtime does
@@ -763,7 +767,12 @@ func readSecret(path string) ([]byte, error) {
 	if info.Size() > maxSecretBytes {
 		return nil, fmt.Errorf("larger than %d bytes", maxSecretBytes)
 	}
-	b, err := os.ReadFile(path)
+	// A secret that group or others can read is refused, naming the
+	// file and its mode (internal/secretfile).
+	b, err := secretfile.Read(path, maxSecretBytes)
+	if errors.Is(err, secretfile.ErrExposed) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("cannot read: %w", errors.Unwrap(err))
 	}

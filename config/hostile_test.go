@@ -1,6 +1,8 @@
 package config_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -28,5 +30,67 @@ func TestDomainRateKeys(t *testing.T) {
 		if _, err := config.Load(write(t, minimal+body)); err == nil || !strings.Contains(err.Error(), key) {
 			t.Errorf("%q: %v, want an error naming %s", body, err, key)
 		}
+	}
+}
+
+// TestSecretFilesMustBePrivate: a component secret_file, or an MCP
+// env_files or header_files entry, that group or others can read is
+// refused, and the error names the key, the file and its mode.
+func TestSecretFilesMustBePrivate(t *testing.T) {
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "component.secret")
+	if err := os.WriteFile(secret, []byte("s3cret-value\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(secret, 0o644)
+	body := strings.Replace(minimal, `secret = "s3cret-value"`, `secret_file = "`+secret+`"`, 1)
+	_, err := config.Load(write(t, body))
+	if err == nil || !strings.Contains(err.Error(), "component.secret_file") || !strings.Contains(err.Error(), secret) || !strings.Contains(err.Error(), "mode 0644") {
+		t.Fatalf("world-readable secret_file: %v", err)
+	}
+	if strings.Contains(err.Error(), "s3cret-value") {
+		t.Fatalf("error leaks the secret: %v", err)
+	}
+	os.Chmod(secret, 0o600)
+	if _, err := config.Load(write(t, body)); err != nil {
+		t.Fatalf("private secret_file: %v", err)
+	}
+
+	token := filepath.Join(dir, "token")
+	os.WriteFile(token, []byte("Bearer abc123456\n"), 0o600)
+	os.Chmod(token, 0o640)
+	for key, ep := range map[string]string{
+		"endpoint[0].header_files.Authorization": `url = "https://mcp.example/mcp"
+header_files = { Authorization = "` + token + `" }`,
+		"endpoint[0].env_files.API_KEY": `command = ["/bin/sh"]
+env_files = { API_KEY = "` + token + `" }`,
+	} {
+		_, err := config.Load(write(t, minimal+"[[endpoint]]\njid = \"m@agents.example\"\nruntime = \"mcp\"\n"+ep+"\n"))
+		if err == nil || !strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), token) || !strings.Contains(err.Error(), "mode 0640") {
+			t.Errorf("%s readable by group: %v", key, err)
+		}
+	}
+}
+
+// TestPlainHTTPOnlyToLoopback: an mcp url of http:// to a host that is not
+// loopback is refused unless insecure = true; https, localhost and
+// loopback addresses are accepted.
+func TestPlainHTTPOnlyToLoopback(t *testing.T) {
+	ep := func(url, extra string) string {
+		return minimal + "[[endpoint]]\njid = \"m@agents.example\"\nruntime = \"mcp\"\nurl = \"" + url + "\"\n" + extra
+	}
+	if _, err := config.Load(write(t, ep("http://mcp.example/mcp", ""))); err == nil || !strings.Contains(err.Error(), "endpoint[0].url") || !strings.Contains(err.Error(), "insecure") {
+		t.Errorf("plain http to a remote host: %v", err)
+	}
+	for _, ok := range []string{"https://mcp.example/mcp", "http://127.0.0.1:9/mcp", "http://[::1]:9/mcp", "http://localhost:9/mcp"} {
+		if _, err := config.Load(write(t, ep(ok, ""))); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
+	if _, err := config.Load(write(t, ep("http://mcp.example/mcp", "insecure = true\n"))); err != nil {
+		t.Errorf("insecure = true: %v", err)
+	}
+	if _, err := config.Load(write(t, minimal+"[[endpoint]]\njid = \"e@agents.example\"\nruntime = \"exec\"\ncommand = [\"/bin/sh\"]\ninsecure = true\n")); err == nil || !strings.Contains(err.Error(), "insecure") {
+		t.Errorf("insecure on an exec endpoint: %v", err)
 	}
 }

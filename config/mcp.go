@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"agentgw/internal/ident"
+	"agentgw/internal/secretfile"
 )
 
 // Bounds and fixed values of the keys of runtime "mcp", as package
@@ -56,7 +58,7 @@ func mcpEndpoint(key, dir string, in EndpointFile, out *Endpoint, bad func(key, 
 	case in.Command != nil:
 		mcpCommand(key, dir, in, out, bad)
 	default:
-		m.URL = mcpURL(key, in.URL, bad)
+		m.URL = mcpURL(key, in.URL, in.Insecure, bad)
 	}
 	if in.Dir != "" {
 		out.Dir = resolve(dir, in.Dir)
@@ -201,8 +203,10 @@ func notExecutable(path string) string {
 }
 
 // mcpURL checks a Streamable HTTP endpoint. Its text is never repeated in
-// an error: it might hold a credential.
-func mcpURL(key, raw string, bad func(key, format string, args ...any)) string {
+// an error: it might hold a credential. Plain http:// is refused to a host
+// that is not loopback (localhost or a loopback address), since every
+// request carries the header_files secrets, unless insecure is set.
+func mcpURL(key, raw string, insecure bool, bad func(key, format string, args ...any)) string {
 	k := key + ".url"
 	u, err := url.Parse(raw)
 	switch {
@@ -214,10 +218,21 @@ func mcpURL(key, raw string, bad func(key, format string, args ...any)) string {
 		bad(k, "must not hold userinfo: put credentials in header_files")
 	case u.Host == "":
 		bad(k, "has no host")
+	case u.Scheme == "http" && !insecure && !loopbackHost(u.Hostname()):
+		bad(k, "plain http to a host that is not loopback would send its headers in the clear: use https, or set insecure = true")
 	default:
 		return raw
 	}
 	return ""
+}
+
+// loopbackHost reports whether host is localhost or a loopback address.
+func loopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // readableFile resolves a credential file and checks that it can be
@@ -234,6 +249,9 @@ func readableFile(key, dir, p string, bad func(key, format string, args ...any))
 		return p
 	}
 	f.Close()
+	if err := secretfile.Check(p); err != nil {
+		bad(key, "%v", err)
+	}
 	return p
 }
 

@@ -373,7 +373,11 @@ func TestFailRules(t *testing.T) {
 		{runtime.Failure{Code: "x:y", Message: "m", Details: json.RawMessage(`[1]`)},
 			`{"error":{"code":"x:y","message":"m","retryable":false}}`},
 		{runtime.Failure{Code: "x:y z", Message: strings.Repeat("m", 5000)},
-			`{"error":{"code":"internal-error","message":"The tool failed.","retryable":false}}`},
+			`{"error":{"code":"internal-error","message":"` + strings.Repeat("m", task.MaxFailureMessageChars-1) + `…","retryable":false}}`},
+		{runtime.Failure{Code: "x:y", Message: "bell\a and\ttab\nline"},
+			`{"error":{"code":"x:y","message":"bell` + "\uFFFD" + ` and\ttab\nline","retryable":false}}`},
+		{runtime.Failure{Code: "x:y", Message: "bad \xff utf-8"},
+			`{"error":{"code":"x:y","message":"The tool failed.","retryable":false}}`},
 	} {
 		tk := f.running(t0)
 		s, err := f.m.Fail(tk, tc.in, t0)

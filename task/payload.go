@@ -129,9 +129,7 @@ func failedPayload(f runtime.Failure) ([]byte, error) {
 	if !validCode(f.Code) {
 		f.Code = runtime.CodeInternalError
 	}
-	if f.Message == "" || !validText(f.Message, maxTextChars) {
-		f.Message = failGeneric
-	}
+	f.Message = safeFailureMessage(f.Message)
 	e := map[string]any{"code": f.Code, "message": f.Message, "retryable": f.Retryable}
 	if len(f.Details) > 0 {
 		if d, err := canonicalJSON(f.Details, maxDetailsBytes, "details"); err == nil && len(d) > 0 && d[0] == '{' {
@@ -139,6 +137,34 @@ func failedPayload(f runtime.Failure) ([]byte, error) {
 		}
 	}
 	return marshalCanonical(map[string]any{"error": e})
+}
+
+// MaxFailureMessageChars bounds the message of a failed event, in
+// characters: a longer one is cut there and ends with "…".
+const MaxFailureMessageChars = 1024
+
+// safeFailureMessage bounds and sanitizes a failure message, which comes
+// from a tool and reaches the caller: invalid UTF-8 or noncharacters give
+// the generic message, control characters other than tab and newline
+// become U+FFFD, and it is cut at MaxFailureMessageChars.
+func safeFailureMessage(msg string) string {
+	if msg == "" || !validText(msg, len(msg)) {
+		return failGeneric
+	}
+	var b strings.Builder
+	n := 0
+	for _, r := range msg {
+		if n == MaxFailureMessageChars-1 && utf8.RuneCountInString(msg) > MaxFailureMessageChars {
+			b.WriteRune('…')
+			break
+		}
+		if r < 0x20 && r != '\t' && r != '\n' || r == 0x7f || 0x80 <= r && r < 0xa0 {
+			r = utf8.RuneError
+		}
+		b.WriteRune(r)
+		n++
+	}
+	return b.String()
 }
 
 func cancelledPayload(reason string) ([]byte, error) {
