@@ -61,6 +61,7 @@ type File struct {
 	Log       Log       `toml:"log"`
 	Policy    Policy    `toml:"policy"`
 	Tasks     Tasks     `toml:"tasks"`
+	Quotas    Quotas    `toml:"quotas"`
 	// Endpoints are the [[endpoint]] tables: hosted endpoints and the
 	// runtime that executes their tools.
 	Endpoints []EndpointFile `toml:"endpoint"`
@@ -183,6 +184,7 @@ func Defaults() File {
 		},
 		Database: Database{Path: "agentgw.db"},
 		Log:      Log{Level: "info"},
+		Quotas:   defaultQuotas(),
 		Tasks: Tasks{
 			Retention:      "24h",
 			DefaultTimeout: "1h",
@@ -224,7 +226,9 @@ type Config struct {
 	Policy *policy.Policy
 
 	// Tasks is the [tasks] table; Endpoints the [[endpoint]] tables.
-	Tasks     TaskLimits
+	Tasks TaskLimits
+	// Quotas is the [quotas] table (quotas.go).
+	Quotas    Quotas
 	Endpoints []Endpoint
 }
 
@@ -491,6 +495,7 @@ func (f File) Validate(dir, path string) (*Config, error) {
 
 	// [tasks] and [[endpoint]]
 	c.Tasks = f.Tasks.build(bad)
+	c.Quotas = f.Quotas.build(bad)
 	c.Endpoints = buildEndpoints(f.Endpoints, c.Domain.Domainpart(), dir, bad)
 
 	if len(errs) > 0 {

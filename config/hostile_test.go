@@ -94,3 +94,29 @@ func TestPlainHTTPOnlyToLoopback(t *testing.T) {
 		t.Errorf("insecure on an exec endpoint: %v", err)
 	}
 }
+
+// TestQuotaKeys: [quotas] defaults, 0 to disable, and errors that name
+// the key.
+func TestQuotaKeys(t *testing.T) {
+	c, err := config.Load(write(t, minimal))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := config.Quotas{
+		FinishedTasksPerCaller:   config.DefaultFinishedTasksPerCaller,
+		StoredBytesPerCaller:     config.DefaultStoredBytesPerCaller,
+		VersionsPerRegistrant:    config.DefaultVersionsPerRegistrant,
+		SubscriptionsPerEndpoint: config.DefaultSubscriptionsPerEndpoint,
+		SubscriptionsTotal:       config.DefaultSubscriptionsTotal,
+	}
+	if c.Quotas != want {
+		t.Errorf("defaults %+v", c.Quotas)
+	}
+	c, err = config.Load(write(t, minimal+"[quotas]\nfinished_tasks_per_caller = 0\nsubscriptions_total = 7\n"))
+	if err != nil || c.Quotas.FinishedTasksPerCaller != 0 || c.Quotas.SubscriptionsTotal != 7 {
+		t.Errorf("explicit %+v %v", c.Quotas, err)
+	}
+	if _, err := config.Load(write(t, minimal+"[quotas]\nversions_per_registrant = -1\n")); err == nil || !strings.Contains(err.Error(), "quotas.versions_per_registrant") {
+		t.Errorf("negative quota: %v", err)
+	}
+}
