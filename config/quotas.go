@@ -6,7 +6,7 @@ package config
 const (
 	// DefaultFinishedTasksPerCaller bounds the settled tasks one caller
 	// (bare JID) has kept until their retention ends.
-	DefaultFinishedTasksPerCaller = 1000
+	DefaultFinishedTasksPerCaller = 10_000
 	// DefaultStoredBytesPerCaller bounds the bytes one caller's tasks keep:
 	// arguments, inputs, events and results.
 	DefaultStoredBytesPerCaller = 64 << 20
