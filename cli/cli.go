@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 )
 
@@ -24,9 +25,15 @@ const usage = `usage: agentgw COMMAND [flags] [args]
 
 commands:
   serve -config FILE                      run the gateway
+  init -domain DOMAIN [-server HOST:PORT] DIR
+                                          write a starter config, secret and database; print the server snippets
+  version                                 version, commit, Go version and build settings
   check-config -config FILE               validate a configuration file
+  mcp -config FILE [-account JID] [-http ADDR]
+                                          the XMPP MCP Server: MCP over stdio (or HTTP at ADDR/mcp) as an account
   manifest hash [-config FILE] FILE.json  validate a manifest; print JID VERSION sha-256 HASH
-  endpoint register -config FILE [-activate] MANIFEST.json
+  endpoint register -config FILE [-activate] FILE.json|DIR...
+                                          register manifests (a DIR: its *.json); a summary ends a bulk run
   endpoint activate -config FILE JID VERSION
   endpoint deactivate -config FILE JID
   endpoint list -config FILE
@@ -88,9 +95,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if len(rest) == 0 {
 			return fmt.Errorf("%w: endpoint needs a subcommand", errUsage)
 		}
-		return endpoint(ctx, rest[0], rest[1:], stdout)
+		return endpoint(ctx, rest[0], rest[1:], stdout, stderr)
 	case "client":
 		return runClient(ctx, rest, stdout, stderr)
+	case "init":
+		return initDir(ctx, rest, stdout)
+	case "version", "-version", "--version":
+		return printVersion(stdout)
+	case "mcp":
+		return runMCP(ctx, rest, os.Stdin, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"os/signal"
 	"syscall"
@@ -34,11 +35,11 @@ func checkConfig(args []string, stdout io.Writer) error {
 	if err := requireConfig("check-config", *path); err != nil {
 		return err
 	}
-	cfg, err := config.Load(*path)
+	desc, err := config.Check(*path)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "ok: %s\n", cfg)
+	fmt.Fprintf(stdout, "ok: %s\n", desc)
 	return nil
 }
 
@@ -97,7 +98,7 @@ func openStore(ctx context.Context, path string) (*config.Config, *db.Store, err
 	return cfg, store, nil
 }
 
-func endpoint(ctx context.Context, sub string, args []string, stdout io.Writer) error {
+func endpoint(ctx context.Context, sub string, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("endpoint "+sub, flag.ContinueOnError)
 	path := fs.String("config", "", "configuration file")
 	var activate, notes *bool
@@ -105,7 +106,7 @@ func endpoint(ctx context.Context, sub string, args []string, stdout io.Writer) 
 	switch sub {
 	case "register":
 		activate = fs.Bool("activate", false, "activate the registered version")
-		minPos, maxPos = 1, 1
+		minPos, maxPos = 1, math.MaxInt
 	case "activate", "remove-version":
 		minPos, maxPos = 2, 2
 	case "deactivate", "status", "remove":
@@ -132,7 +133,7 @@ func endpoint(ctx context.Context, sub string, args []string, stdout io.Writer) 
 
 	switch sub {
 	case "register":
-		return register(ctx, cfg, store, pos[0], *activate, stdout)
+		return registerAll(ctx, cfg, store, pos, *activate, stdout, stderr)
 	case "activate":
 		j, err := endpointJID(cfg, pos[0])
 		if err != nil {
@@ -212,7 +213,10 @@ func endpoint(ctx context.Context, sub string, args []string, stdout io.Writer) 
 	return nil
 }
 
-func register(ctx context.Context, cfg *config.Config, store *db.Store, file string, activate bool, stdout io.Writer) error {
+// register registers one manifest file (and activates it), writing a line
+// to created when a new version was stored, and the historic per-file lines
+// to stdout.
+func register(ctx context.Context, cfg *config.Config, store *db.Store, file string, activate bool, created, stdout io.Writer) error {
 	m, err := readManifest(file, cfg)
 	if err != nil {
 		return err
@@ -225,12 +229,14 @@ func register(ctx context.Context, cfg *config.Config, store *db.Store, file str
 		JID: m.JID, Version: m.Version, Hash: m.Hash, Canonical: m.Canonical,
 		Name: m.Name, Title: m.Title, Description: m.Description,
 	}
-	created, err := store.RegisterVersion(ctx, v, "admin")
+	isNew, err := store.RegisterVersion(ctx, v, "admin")
 	if err != nil {
 		return storeError(err, m.JID, m.Version)
 	}
 	word := "registered"
-	if !created {
+	if isNew {
+		fmt.Fprintln(created, m.JID, m.Version)
+	} else {
 		word = "unchanged"
 	}
 	fmt.Fprintf(stdout, "%s %s %s sha-256 %s\n", word, m.JID, m.Version, m.HashBase64())
@@ -400,14 +406,18 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	level := map[string]slog.Level{"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError}[cfg.LogLevel]
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	log := newLogger(cfg, stderr)
 
 	store, err := db.Open(ctx, cfg.DatabasePath)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
+	mctx, stopMetrics := context.WithCancel(ctx)
+	defer stopMetrics()
+	if err := startMetrics(mctx, cfg, store, log); err != nil {
+		return err
+	}
 	gw := gateway.New(cfg, store, log)
 	hosted, err := taskd.Runtimes(ctx, store, cfg.Endpoints, taskd.RuntimeOptions{Availability: gw.Availability(), Log: log})
 	if err != nil {
@@ -455,6 +465,7 @@ func startTasks(ctx context.Context, cfg *config.Config, store *db.Store, gw *ga
 		},
 		Runtimes:      hosted.Runtimes,
 		Notify:        gw.SendEvent,
+		Ready:         gw.WaitConnected,
 		Availability:  hosted.Availability(gw.Availability()),
 		MaxActive:     cfg.Tasks.MaxActive,
 		PurgeInterval: cfg.Tasks.PurgeInterval,

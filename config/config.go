@@ -59,12 +59,15 @@ type File struct {
 	Gateway   Gateway   `toml:"gateway"`
 	Database  Database  `toml:"database"`
 	Log       Log       `toml:"log"`
+	Metrics   Metrics   `toml:"metrics"`
 	Policy    Policy    `toml:"policy"`
 	Tasks     Tasks     `toml:"tasks"`
 	Quotas    Quotas    `toml:"quotas"`
 	// Endpoints are the [[endpoint]] tables: hosted endpoints and the
 	// runtime that executes their tools.
 	Endpoints []EndpointFile `toml:"endpoint"`
+	// MCP is the [mcp] table of `agentgw mcp` (mcpserver.go).
+	MCP MCPServerFile `toml:"mcp"`
 }
 
 // Component is the [component] table: the XEP-0114 connection.
@@ -101,7 +104,13 @@ type Database struct {
 // Log is the [log] table.
 type Log struct {
 	Level    string `toml:"level"`
+	Format   string `toml:"format"`
 	DebugXML bool   `toml:"debug_xml"`
+}
+
+// Metrics is the [metrics] table: the optional Prometheus listener.
+type Metrics struct {
+	Listen string `toml:"listen"`
 }
 
 // Policy is the [policy] table.
@@ -183,7 +192,7 @@ func Defaults() File {
 			DomainRateBurst:      DefaultDomainRateBurst,
 		},
 		Database: Database{Path: "agentgw.db"},
-		Log:      Log{Level: "info"},
+		Log:      Log{Level: "info", Format: "text"},
 		Quotas:   defaultQuotas(),
 		Tasks: Tasks{
 			Retention:      "24h",
@@ -192,6 +201,7 @@ func Defaults() File {
 			MaxActive:      DefaultMaxActiveTasks,
 			PurgeInterval:  "1m",
 		},
+		MCP: mcpServerDefaults(),
 	}
 }
 
@@ -221,7 +231,12 @@ type Config struct {
 
 	DatabasePath string
 	LogLevel     string
-	DebugXML     bool
+	// LogFormat is "text" or "json" (log/slog's handlers).
+	LogFormat string
+	DebugXML  bool
+	// MetricsListen is the host:port of the Prometheus text-format
+	// listener; empty (the default) starts none.
+	MetricsListen string
 
 	Policy *policy.Policy
 
@@ -230,6 +245,8 @@ type Config struct {
 	// Quotas is the [quotas] table (quotas.go).
 	Quotas    Quotas
 	Endpoints []Endpoint
+	// MCP is the [mcp] table, for `agentgw mcp` (LoadMCP).
+	MCP *MCPServer
 }
 
 // TaskLimits is the validated [tasks] table.
@@ -488,7 +505,22 @@ func (f File) Validate(dir, path string) (*Config, error) {
 	default:
 		bad("log.level", "must be one of debug, info, warn, error")
 	}
+	switch f.Log.Format {
+	case "text", "json":
+		c.LogFormat = f.Log.Format
+	default:
+		bad("log.format", "must be \"text\" or \"json\"")
+	}
 	c.DebugXML = f.Log.DebugXML
+
+	// [metrics]
+	if l := f.Metrics.Listen; l != "" {
+		if _, port, err := net.SplitHostPort(l); err != nil || port == "" {
+			bad("metrics.listen", "must be host:port, such as \"127.0.0.1:9464\"")
+		} else {
+			c.MetricsListen = l
+		}
+	}
 
 	// [policy]
 	c.Policy = f.Policy.build(c.Domain.Domainpart(), bad)
@@ -497,6 +529,7 @@ func (f File) Validate(dir, path string) (*Config, error) {
 	c.Tasks = f.Tasks.build(bad)
 	c.Quotas = f.Quotas.build(bad)
 	c.Endpoints = buildEndpoints(f.Endpoints, c.Domain.Domainpart(), dir, bad)
+	c.MCP = f.MCP.build(dir, false, bad)
 
 	if len(errs) > 0 {
 		return nil, errs

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"agentgw/metrics"
 )
 
 // Tasks (package task, run by package taskd): the durable record of every
@@ -340,6 +342,7 @@ func (c *GroupCommitter) closeStmts() {
 func (c *GroupCommitter) commit(batch []*commitOp) (hookPanic any) {
 	c.batches.Add(1)
 	c.commits.Add(int64(len(batch)))
+	metrics.Commit(len(batch))
 	ctx := context.Background()
 	err := c.runBatch(ctx, batch)
 	for _, op := range batch {

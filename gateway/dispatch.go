@@ -4,10 +4,15 @@ import (
 	"context"
 	"encoding/xml"
 	"errors"
+	"fmt"
+	"io"
+	"net"
 	"sort"
+	"sync"
 	"sync/atomic"
 	"time"
 
+	"agentgw/metrics"
 	"agentgw/wire"
 
 	"mellium.im/xmlstream"
@@ -21,7 +26,13 @@ type session struct {
 	g      *Gateway
 	sess   *xmpp.Session
 	ctx    context.Context
+	conn   net.Conn
 	lastNS atomic.Int64
+	// broken is closed, with brokenErr set, once a write has failed
+	// (session.write); the stream is then being dropped.
+	broken    chan struct{}
+	brokenErr error
+	breakOnce sync.Once
 	// quickQ feeds quickSender (see reject).
 	quickQ chan func()
 	// jobs feeds the warm workers (see dispatchIQ).
@@ -206,12 +217,20 @@ func (s *session) handle(req *Request) {
 			s.replyError(req, errInternal)
 		}
 	}()
+	start := time.Now()
 	payload, err := s.g.route(s.ctx, req)
+	metrics.IQ(req.Payload.Start.Name.Space, err, time.Since(start))
 	if err != nil {
 		s.replyError(req, err)
 		return
 	}
 	s.replyResult(req, payload)
+	if a, ok := payload.(*afterRead); ok {
+		// Written or not, the reply is done with: a reply whose write
+		// failed (the stream is being dropped) still releases what waits
+		// for it, such as the dispatch of an admitted task.
+		a.done()
+	}
 }
 
 // quickReplies bounds the replies the read loop hands off without a worker:
@@ -225,6 +244,7 @@ const quickReplies = 256
 // queued closure must not hold a rejected request's payload (up to
 // maxStanzaBytes) while it waits.
 func (s *session) reject(req *Request, err error) {
+	metrics.IQ(req.Payload.Start.Name.Space, err, -1)
 	slim := &Request{ID: req.ID, Type: req.Type, From: req.From, To: req.To}
 	slim.Payload.Start.Name = req.Payload.Start.Name
 	s.quick(func() { s.replyError(slim, err) })
@@ -297,30 +317,90 @@ func (s *session) replyError(req *Request, err error) {
 	s.send(iq.Wrap(stanza.Error{Type: se.Type, Condition: se.Condition}.TokenReader()))
 }
 
-// send writes one stanza. Stalled writes are bounded by the connection's
-// per-write deadline (traceConn), not by a context: mellium arms a goroutine
-// per Send that, if the context ends as Send returns, can set a past write
-// deadline under the next Send and break the stream. So only the session's
-// own context, which ends with the stream, is ever passed.
+// send writes one stanza and forgets the outcome: a failed write has
+// already dropped the stream (write), and the request it answered is lost
+// with it, as on any stream loss.
 func (s *session) send(r xml.TokenReader) {
+	_ = s.write(r)
+}
+
+// write writes one stanza on the stream, from any goroutine. Any write
+// error that is not ours drops the stream: mellium's encoder keeps the first
+// error it meets (a write that timed out on a stalled server, for one), so
+// every later Send on this session would fail too, while the read loop and
+// its inbound traffic would keep the keepalive from ever noticing.
+// Dropping the connection ends Serve, fails every pending IQ and starts a
+// reconnect. The one error that is ours is a payload reader that fails
+// before anything was written: the stream is intact.
+//
+// Stalled writes are bounded by the connection's per-write deadline
+// (traceConn), not by a context: mellium arms a goroutine per Send that, if
+// the context ends as Send returns, can set a past write deadline under the
+// next Send and break the stream. So only the session's own context, which
+// ends with the stream, is ever passed.
+func (s *session) write(r xml.TokenReader) error {
 	if s.ctx.Err() != nil {
 		// The stream is closing. A Send with an ended context would set a
 		// past write deadline under the shutdown announcements.
-		return
+		return ErrStreamLost
 	}
-	if err := s.write(r); err != nil && s.ctx.Err() == nil {
-		s.g.log.Warn("send failed", "err", err)
+	select {
+	case <-s.broken:
+		return ErrStreamLost
+	default:
 	}
-}
-
-// write bounds one stanza to wire.MaxStanzaBytes (wiresize.go) and sends
-// it; a stanza over the limit is not sent at all.
-func (s *session) write(r xml.TokenReader) error {
+	// Bounded to wire.MaxStanzaBytes after escaping (wiresize.go): a
+	// stanza over it is not sent at all, and the stream is intact.
 	r, err := boundStanza(r)
 	if err != nil {
 		return err
 	}
-	return s.sess.Send(s.ctx, r)
+	cr := &countingReader{r: r}
+	err = s.sess.Send(s.ctx, cr)
+	if err == nil {
+		return nil
+	}
+	if s.ctx.Err() != nil {
+		return ErrStreamLost
+	}
+	if cr.err != nil && cr.n == 0 {
+		return err
+	}
+	s.fail(err)
+	return err
+}
+
+// fail drops the stream after a write error: closing the connection ends
+// Serve, and serve cleans up as after any stream loss.
+func (s *session) fail(err error) {
+	s.breakOnce.Do(func() {
+		s.g.log.Warn("write failed; dropping the component stream", "err", err)
+		s.brokenErr = fmt.Errorf("write: %w", err)
+		close(s.broken)
+		// Not connected from now on, so that whoever waits for a stream
+		// (the task service's notifier) waits for the next one.
+		s.g.setConnected(false)
+		s.conn.Close()
+	})
+}
+
+// countingReader counts the tokens it hands out and keeps its reader's
+// error, so that write can tell a failing payload from a failing stream.
+type countingReader struct {
+	r   xml.TokenReader
+	n   int
+	err error
+}
+
+func (c *countingReader) Token() (xml.Token, error) {
+	tok, err := c.r.Token()
+	if err != nil && err != io.EOF {
+		c.err = err
+	}
+	if tok != nil {
+		c.n++
+	}
+	return tok, err
 }
 
 func sortStrings(s []string) { sort.Strings(s) }

@@ -14,10 +14,12 @@ import (
 	"encoding/xml"
 	"errors"
 	"log/slog"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"agentgw/adhoc"
 	"agentgw/config"
 	"agentgw/db"
 	"agentgw/directory"
@@ -39,7 +41,8 @@ const (
 	// IQ request is answered <resource-constraint/>.
 	maxStanzaTokens = 200_000
 	maxStanzaBytes  = 2 << 20
-	// replyTimeout bounds writing one reply to a stalled stream.
+	// replyTimeout bounds one write to a stalled stream; a write that
+	// times out drops the stream (session.write).
 	replyTimeout = 10 * time.Second
 	// maxPendingIQs bounds outgoing IQs awaiting an answer.
 	maxPendingIQs = 256
@@ -76,8 +79,15 @@ type Gateway struct {
 	avail    legacy.Availability
 	presence atomic.Pointer[presenceState]
 
+	// writeTimeout bounds one write on the stream (traceConn), and dial
+	// opens the transport; tests shorten the one and replace the other.
+	writeTimeout time.Duration
+	dial         func(context.Context) (net.Conn, error)
+
 	// tasks runs the task protocol (route_task.go); nil until AttachTasks.
 	tasks atomic.Pointer[taskd.Service]
+	// commands holds the gateway's ad-hoc command sessions (route_adhoc.go).
+	commands adhoc.Sessions
 
 	gatewayIQ        map[iqKey]iqHandler
 	endpointIQ       map[iqKey]iqHandler
@@ -106,6 +116,8 @@ func New(cfg *config.Config, store *db.Store, log *slog.Logger) *Gateway {
 		limiter:       newLimiter(cfg.RateLimit, float64(cfg.RateBurst)),
 		domainLimiter: newLimiter(cfg.DomainRateLimit, float64(cfg.DomainRateBurst)),
 		notify:        make(chan struct{}),
+
+		writeTimeout: replyTimeout,
 		dir: &directory.Service{
 			Store:         store,
 			Name:          cfg.Name,
@@ -114,6 +126,7 @@ func New(cfg *config.Config, store *db.Store, log *slog.Logger) *Gateway {
 			ColdStart:     coldStartEndpoints(cfg.Endpoints),
 		},
 	}
+	g.dial = g.dialServer
 	g.policy.Store(cfg.Policy)
 	g.buildRoutes()
 	return g
@@ -177,13 +190,12 @@ func (g *Gateway) Connected() (bool, <-chan struct{}) {
 }
 
 // sendStanza writes one stanza on the live stream, from any goroutine, or
-// fails with ErrStreamLost when there is none. Like session.send it passes
-// only the session's own context.
+// fails with ErrStreamLost when there is none (session.write).
 func (g *Gateway) sendStanza(r xml.TokenReader) error {
 	g.pending.mu.Lock()
 	s := g.pending.sess
 	g.pending.mu.Unlock()
-	if s == nil || s.ctx.Err() != nil {
+	if s == nil {
 		return ErrStreamLost
 	}
 	err := s.write(r)

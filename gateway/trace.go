@@ -10,8 +10,9 @@ import (
 )
 
 // traceConn is the component stream's connection. Every write gets its own
-// deadline (replyTimeout), so a stalled server cannot block senders forever;
-// a write that times out breaks the stream, which then reconnects.
+// deadline (timeout, replyTimeout unless a test shortens it), so a stalled
+// server cannot block senders forever; a write that times out breaks the
+// stream (session.write), which then reconnects.
 //
 // It also logs the XML of the stream at debug level when debug_xml is set.
 // It stays silent until start is called, after the handshake, so the
@@ -20,6 +21,7 @@ type traceConn struct {
 	net.Conn
 	log     *slog.Logger
 	enabled bool
+	timeout time.Duration
 	on      atomic.Bool
 }
 
@@ -37,7 +39,7 @@ func (c *traceConn) Write(b []byte) (int, error) {
 	if c.on.Load() {
 		c.log.Debug("xml out", "data", string(b))
 	}
-	if err := c.Conn.SetWriteDeadline(time.Now().Add(replyTimeout)); err != nil {
+	if err := c.Conn.SetWriteDeadline(time.Now().Add(c.timeout)); err != nil {
 		return 0, err
 	}
 	return c.Conn.Write(b)

@@ -151,7 +151,11 @@ func (s *Service) publish(t *task.Task, evs []task.Event) {
 		select {
 		case s.notes <- note{from: from, to: to, ev: ev}:
 		default:
-			s.log.Warn("event queue full: dropping a task event", "task", t.ID, "revision", ev.Revision)
+			// Warn once per spell, not once per event: a long outage
+			// with busy tasks would flood the log.
+			if s.dropped.Add(1) == 1 {
+				s.log.Warn("event queue full: dropping task events until it drains; task-state recovers them", "task", t.ID, "revision", ev.Revision)
+			}
 		}
 	}
 }

@@ -49,6 +49,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"agentgw/db"
@@ -67,9 +68,16 @@ const (
 	DefaultMaxActive = 10000
 	// purgeBatch is how many tasks one purge transaction deletes.
 	purgeBatch = 256
-	// noteQueue bounds the events waiting to be sent; past it they are
-	// dropped (events are best-effort; task-state recovers them).
+	// noteQueue bounds the events waiting to be sent, including those
+	// held while no stream is up (Options.Ready); past it new events are
+	// dropped with a warning, and task-state recovers them.
 	noteQueue = 8192
+	// notifyAttempts bounds the sends of one event: each failed send is
+	// retried once Ready reports a stream again, and after the last the
+	// event is dropped, so a stream that keeps failing cannot hold back
+	// every later event for ever. notifyPause spaces the attempts.
+	notifyAttempts = 5
+	notifyPause    = 100 * time.Millisecond
 	// stopWait bounds how long Close waits for executions to stop.
 	stopWait = 10 * time.Second
 )
@@ -110,10 +118,17 @@ type Options struct {
 	// executes its tools. An endpoint without one admits no task.
 	Runtimes map[string]runtime.Runtime
 	// Notify sends one event notification from the endpoint to the
-	// invoking route. It is called from one goroutine, in commit order; an
-	// error (no stream) loses the event, which is allowed. Nil drops
-	// every event.
+	// invoking route. It is called from one goroutine, in commit order.
+	// Without Ready an error (no stream) loses the event, which is
+	// allowed. Nil drops every event.
 	Notify func(from, to jid.JID, ev task.Event) error
+	// Ready, if set, blocks until events can be sent (the gateway's
+	// WaitConnected) or ctx ends. The notifier waits for it before each
+	// event, so events committed while no stream is up (recovery at start,
+	// a reconnect) are held in order, up to noteQueue, and sent once it is
+	// up; an event whose send fails is sent again after the next Ready, up
+	// to notifyAttempts times.
+	Ready func(ctx context.Context) error
 	// Availability, if set, hears about runtimes going down and up.
 	Availability Availability
 	// MaxActive bounds the tasks that are not terminal (0: DefaultMaxActive).
@@ -161,8 +176,11 @@ type Service struct {
 
 	kick  chan struct{}
 	notes chan note
-	loops sync.WaitGroup
-	sent  chan struct{} // closed when the notifier has finished
+	// dropped counts the events dropped since the queue last drained
+	// to half (publish, notifier).
+	dropped atomic.Int64
+	loops   sync.WaitGroup
+	sent    chan struct{} // closed when the notifier has finished
 }
 
 // liveTask is the in-memory side of a task that is not terminal: its
@@ -323,8 +341,39 @@ func (s *Service) notifier() {
 	defer close(s.sent)
 	for n := range s.notes {
 		if s.opts.Notify != nil {
-			// A failed send loses the event, which the protocol allows.
-			_ = s.opts.Notify(n.from, n.to, n.ev)
+			s.notify(n)
+		}
+		// Once the queue has drained to half, say how many were dropped
+		// and warn again at the next drop.
+		if s.dropped.Load() > 0 && len(s.notes) < noteQueue/2 {
+			s.log.Warn("event queue has room again", "dropped", s.dropped.Swap(0))
+		}
+	}
+}
+
+// notify sends one event, waiting for Ready first and retrying a failed
+// send after the next Ready. Once the service is closing it tries once and
+// gives up: Close must not wait for a stream.
+func (s *Service) notify(n note) {
+	for attempt := 1; ; attempt++ {
+		closing := false
+		if s.opts.Ready != nil {
+			closing = s.opts.Ready(s.ctx) != nil
+		}
+		err := s.opts.Notify(n.from, n.to, n.ev)
+		if err == nil {
+			return
+		}
+		if s.opts.Ready == nil || closing || attempt == notifyAttempts {
+			// A lost event is allowed: task-state recovers it.
+			s.log.Debug("taskd: event not sent", "to", n.to.String(), "revision", n.ev.Revision, "err", err)
+			return
+		}
+		// The failed send is dropping its stream; give the gateway a
+		// moment to say so before asking Ready again.
+		select {
+		case <-s.ctx.Done():
+		case <-time.After(notifyPause):
 		}
 	}
 }

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -196,4 +197,40 @@ func portOf(addr string) int {
 	}
 	n, _ := strconv.Atoi(p)
 	return n
+}
+
+// IncludeProsodyConfig saves text as a file of its own under Prosody's
+// directory, includes it at the end of Prosody's configuration (as Debian's
+// prosody.cfg.lua includes conf.d/*.cfg.lua, so its settings before any
+// host line are global) and restarts Prosody. It tests what an operator
+// pastes into their server's conf.d. It returns the file's path.
+func (e *Env) IncludeProsodyConfig(ctx context.Context, name, text string) (string, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.stopped {
+		return "", errors.New("include prosody config: environment stopped")
+	}
+	dir := filepath.Join(e.prosodyPaths.dir, "conf.d")
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return "", fmt.Errorf("prosody conf.d: %w", err)
+	}
+	path := filepath.Join(dir, name)
+	if err := writeFile(path, []byte(text), 0o600); err != nil {
+		return "", err
+	}
+	f, err := os.OpenFile(e.prosodyPaths.config, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return "", fmt.Errorf("prosody config: %w", err)
+	}
+	_, err = fmt.Fprintf(f, "\nInclude %s\n", luaQuote(path))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return "", fmt.Errorf("prosody config: %w", err)
+	}
+	if err := e.stopProsodyLocked(); err != nil {
+		return "", err
+	}
+	return path, e.startProsodyLocked(ctx)
 }

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"agentgw/metrics"
 	"agentgw/runtime"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -312,6 +313,7 @@ func (u *upstream) backoffLocked() (Status, uint64) {
 			u.mu.Unlock()
 			return
 		}
+		metrics.RuntimeRestarts.Inc("mcp")
 		st, seq := u.beginStartLocked()
 		u.mu.Unlock()
 		u.notify(st, seq)

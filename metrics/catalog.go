@@ -1,0 +1,112 @@
+package metrics
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"time"
+
+	"mellium.im/xmpp/stanza"
+)
+
+// The catalog: every metric agentgw exports. Hooks in the gateway, the task
+// service and the store call the functions below; the families are
+// package-level so that those hooks need no plumbing.
+var (
+	// IQRequests counts get/set IQs by kind (the payload's protocol, from
+	// iqKinds) and outcome ("result" or the error condition).
+	IQRequests = NewCounter("agentgw_iq_requests_total", "IQ requests answered, by kind and outcome (result or the stanza error condition).", "kind", "outcome")
+	// IQDuration is the time from taking up a request to its answer.
+	IQDuration = NewHistogram("agentgw_iq_duration_seconds", "Time to answer an IQ request that a handler took up, by kind.",
+		[]float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5}, "kind")
+	// Admissions counts task invocations by outcome: accepted (a new
+	// task), replayed (an earlier admission answered again) or refused.
+	Admissions = NewCounter("agentgw_task_admissions_total", "Task invocations by outcome: accepted, replayed or refused.", "outcome")
+	// Commits counts group commits of task writes, and CommitBatch their
+	// sizes (closures per commit).
+	Commits     = NewCounter("agentgw_task_commits_total", "Group commits of task writes.")
+	CommitBatch = NewHistogram("agentgw_task_commit_batch_size", "Task writes per group commit.",
+		[]float64{1, 2, 4, 8, 16, 32, 64, 128, 256})
+	// Tasks is the number of stored tasks by state, read at scrape time.
+	Tasks = NewGaugeFunc("agentgw_tasks", "Stored tasks by state.", "state")
+	// StreamReconnects counts component streams lost and redialled.
+	StreamReconnects = NewCounter("agentgw_stream_reconnects_total", "Component streams lost; each is followed by a reconnect.")
+	// RuntimeRestarts counts restarts of crashed tool servers, by runtime.
+	RuntimeRestarts = NewCounter("agentgw_runtime_restarts_total", "Restarts of a tool server after it failed or exited, by runtime.", "runtime")
+
+	families = []metric{IQRequests, IQDuration, Admissions, Commits, CommitBatch, Tasks, StreamReconnects, RuntimeRestarts, process{}}
+)
+
+// process describes the Go process: goroutines and heap.
+type process struct{}
+
+func (process) write(w io.Writer) {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	header(w, "agentgw_goroutines", "Goroutines of the process.", "gauge")
+	fmt.Fprintf(w, "agentgw_goroutines %d\n", runtime.NumGoroutine())
+	header(w, "agentgw_heap_bytes", "Bytes of allocated heap objects.", "gauge")
+	fmt.Fprintf(w, "agentgw_heap_bytes %d\n", ms.HeapAlloc)
+}
+
+// iqKinds names the payload namespaces the gateway answers; any other is
+// "other", so a peer cannot create series.
+var iqKinds = map[string]string{
+	"http://jabber.org/protocol/disco#info":  "disco_info",
+	"http://jabber.org/protocol/disco#items": "disco_items",
+	"jabber:iq:search":                       "search",
+	"vcard-temp":                             "vcard",
+	"urn:ietf:params:xml:ns:vcard-4.0":       "vcard4",
+	"urn:xmpp:ping":                          "ping",
+	"urn:xmpp:agent-api:0":                   "agent_api",
+	"urn:xmpp:agent-task:0":                  "agent_task",
+	"http://jabber.org/protocol/commands":    "commands",
+}
+
+// IQ records an answered IQ request with the payload namespace ns and the
+// handler's error (nil for a result). took < 0 records no latency: the
+// request was refused before any handler took it up.
+func IQ(ns string, err error, took time.Duration) {
+	kind, ok := iqKinds[ns]
+	if !ok {
+		kind = "other"
+	}
+	outcome := "result"
+	if err != nil {
+		outcome = string(stanza.InternalServerError)
+		var se stanza.Error
+		if errors.As(err, &se) && se.Condition != "" {
+			outcome = string(se.Condition)
+		}
+	}
+	IQRequests.Inc(kind, outcome)
+	if took >= 0 {
+		IQDuration.Observe(took.Seconds(), kind)
+	}
+}
+
+// Admission records the outcome of a task invocation.
+func Admission(err error, replay bool) {
+	switch {
+	case err != nil:
+		Admissions.Inc("refused")
+	case replay:
+		Admissions.Inc("replayed")
+	default:
+		Admissions.Inc("accepted")
+	}
+}
+
+// Commit records a group commit of n task writes.
+func Commit(n int) {
+	Commits.Inc()
+	CommitBatch.Observe(float64(n))
+}
+
+// WriteText writes every metric in the Prometheus text format.
+func WriteText(w io.Writer) {
+	for _, m := range families {
+		m.write(w)
+	}
+}
