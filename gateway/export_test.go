@@ -30,6 +30,7 @@ func (g *Gateway) SetWriteTimeout(d time.Duration) { g.writeTimeout = d }
 
 // SetDialer replaces how g dials its server.
 func (g *Gateway) SetDialer(dial func(context.Context) (net.Conn, error)) { g.dial = dial }
+
 // SetCommandWait sets how long an ad-hoc command waits for its task; 0
 // restores the default.
 func SetCommandWait(d time.Duration) { commandWait.Store(int64(d)) }
