@@ -44,12 +44,14 @@ func boundPayload(payload xml.TokenReader) (out xml.TokenReader, ok bool) {
 	toks, _, err := wire.BufferStanza(payload, wire.MaxStanzaBytes-iqEnvelope)
 	if err != nil {
 		if isAfter {
-			ar.once.Do(ar.f)
+			ar.done()
 		}
 		return nil, false
 	}
 	if isAfter {
-		return &afterRead{r: toks.Reader(), f: ar.f}, true
+		// The same afterRead, so that its callback still runs once.
+		ar.r = toks.Reader()
+		return ar, true
 	}
 	return toks.Reader(), true
 }
