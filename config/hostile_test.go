@@ -120,3 +120,20 @@ func TestQuotaKeys(t *testing.T) {
 		t.Errorf("negative quota: %v", err)
 	}
 }
+
+// TestMCPTLSKeyMustBePrivate: the MCP face's TLS private key is a secret
+// file; its certificate is public and may be world-readable.
+func TestMCPTLSKeyMustBePrivate(t *testing.T) {
+	p := mcpDir(t, strings.Replace(mcpOnly, "queue_max = 10", "queue_max = 10\ntls_cert = \"mcp.crt\"\ntls_key = \"mcp.key\"", 1))
+	dir := filepath.Dir(p)
+	os.WriteFile(filepath.Join(dir, "mcp.crt"), []byte("cert"), 0o644)
+	os.WriteFile(filepath.Join(dir, "mcp.key"), []byte("key"), 0o600)
+	os.Chmod(filepath.Join(dir, "mcp.crt"), 0o644)
+	if _, err := config.LoadMCP(p); err != nil {
+		t.Fatalf("public certificate, private key: %v", err)
+	}
+	os.Chmod(filepath.Join(dir, "mcp.key"), 0o644)
+	if _, err := config.LoadMCP(p); err == nil || !strings.Contains(err.Error(), "mcp.tls_key") || !strings.Contains(err.Error(), "mode 0644") {
+		t.Fatalf("world-readable key: %v", err)
+	}
+}

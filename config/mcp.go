@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"net"
 	"net/http"
@@ -84,7 +85,7 @@ func mcpEndpoint(key, dir string, in EndpointFile, out *Endpoint, bad func(key, 
 		if m.EnvFiles == nil {
 			m.EnvFiles = map[string]string{}
 		}
-		m.EnvFiles[name] = readableFile(k, dir, in.EnvFiles[name], bad)
+		m.EnvFiles[name] = secretFile(k, dir, in.EnvFiles[name], bad)
 	}
 	for k, name := range in.EnvPass {
 		if !ident.EnvName(name) {
@@ -116,7 +117,7 @@ func mcpEndpoint(key, dir string, in EndpointFile, out *Endpoint, bad func(key, 
 		if m.HeaderFiles == nil {
 			m.HeaderFiles = map[string]string{}
 		}
-		m.HeaderFiles[h] = readableFile(k, dir, in.HeaderFiles[h], bad)
+		m.HeaderFiles[h] = secretFile(k, dir, in.HeaderFiles[h], bad)
 	}
 	if len(in.HeaderFiles) > 0 && stdio {
 		bad(key+".header_files", "only for a Streamable HTTP server (url)")
@@ -249,7 +250,17 @@ func readableFile(key, dir, p string, bad func(key, format string, args ...any))
 		return p
 	}
 	f.Close()
-	if err := secretfile.Check(p); err != nil {
+	return p
+}
+
+// secretFile is readableFile for a file that holds a secret: it is also
+// refused if group or others can read it (internal/secretfile).
+func secretFile(key, dir, p string, bad func(key, format string, args ...any)) string {
+	p = readableFile(key, dir, p, bad)
+	if p == "" {
+		return ""
+	}
+	if err := secretfile.Check(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		bad(key, "%v", err)
 	}
 	return p
