@@ -31,6 +31,7 @@ commands:
   check-config -config FILE               validate a configuration file
   mcp -config FILE [-account JID] [-http ADDR]
                                           the XMPP MCP Server: MCP over stdio (or HTTP at ADDR/mcp) as an account
+  backup -config FILE DEST                write a consistent copy of the database, also while serving
   manifest hash [-config FILE] FILE.json  validate a manifest; print JID VERSION sha-256 HASH
   endpoint register -config FILE [-activate] FILE.json|DIR...
                                           register manifests (a DIR: its *.json); a summary ends a bulk run
@@ -86,6 +87,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return serve(ctx, rest, stderr)
 	case "check-config":
 		return checkConfig(rest, stdout)
+	case "backup":
+		return backup(ctx, rest, stdout)
 	case "manifest":
 		if len(rest) == 0 || rest[0] != "hash" {
 			return fmt.Errorf("%w: manifest takes the subcommand hash", errUsage)

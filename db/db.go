@@ -83,6 +83,9 @@ var (
 // Store is agentgw's database. It is safe for concurrent use, and several
 // Stores (in one or several processes) may share one file.
 type Store struct {
+	// path is the database file Open was given.
+	path string
+
 	// Now returns the current time. It defaults to time.Now and is read
 	// once at the start of each transaction, so everything one call writes
 	// carries the same instant. Set it before the Store is used.
@@ -160,6 +163,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		hot[q] = st
 	}
 	return &Store{
+		path:            path,
 		Now:             time.Now,
 		writer:          writer,
 		reader:          reader,
@@ -167,6 +171,9 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		hotReads:        hot,
 	}, nil
 }
+
+// Path returns the database file the store was opened on.
+func (s *Store) Path() string { return s.path }
 
 // Close closes the database. Calls in progress finish first.
 func (s *Store) Close() error {

@@ -51,7 +51,9 @@ var migrations = []string{
 	mcpImportMigration,
 	// 5 → 6: the search index's generation counter (search_mem.go).
 	searchGenerationMigration,
-	// 6 → 7: a caller's tasks, for its quotas (quota.go).
+	// 6 → 7: the process groups of runtime processes (process.go).
+	processMigration,
+	// 7 → 8: a caller's tasks, for its quotas (quota.go).
 	`CREATE INDEX task_caller ON task (caller);`,
 }
 

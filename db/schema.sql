@@ -286,3 +286,15 @@ CREATE TRIGGER search_generation_delete AFTER DELETE ON search_text
 BEGIN
 	UPDATE search_generation SET n = n + 1 WHERE id = 1;
 END;
+
+-- Process groups of runtime processes (process.go): one row per exec tool or
+-- stdio MCP server group started and not yet known to have ended, so that a
+-- restart after a crash kills what the previous run left running.
+CREATE TABLE runtime_process (
+	pgid        INTEGER NOT NULL PRIMARY KEY CHECK (pgid > 0),
+	boot_id     TEXT    NOT NULL,
+	start_ticks INTEGER NOT NULL CHECK (start_ticks >= 0),
+	owner_pid   INTEGER NOT NULL,
+	owner_start INTEGER NOT NULL CHECK (owner_start >= 0),
+	recorded_at INTEGER NOT NULL
+) STRICT;

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"agentgw/db"
 	"agentgw/manifest"
@@ -97,7 +98,12 @@ func (s *Service) Invoke(ctx context.Context, pol *policy.Policy, from, to jid.J
 		adm    task.Admission
 		answer error
 	)
-	err = s.gc.Do(ctx, func(tx *db.TaskTx) error {
+	// A store fault is retried for callerRetryWindow; one that persists,
+	// or a full disk at once, refuses the admission with
+	// <resource-constraint/>, type wait (retry.go).
+	actx, cancel := context.WithTimeout(ctx, callerRetryWindow)
+	defer cancel()
+	err = s.commit(actx, time.Time{}, true, func(tx *db.TaskTx) error {
 		adm, answer = task.Admission{}, nil
 		if freshErr == nil && capErr == nil {
 			// The common case in one statement: pinnable and no replay
@@ -161,6 +167,8 @@ func (s *Service) Invoke(ctx context.Context, pol *policy.Policy, from, to jid.J
 		return Admission{}, task.ErrNotFound
 	case errors.Is(err, db.ErrCommitterClosed):
 		return Admission{}, task.ErrServiceUnavailable
+	case db.Transient(err):
+		return Admission{}, task.ErrResourceConstraint
 	case err != nil:
 		return Admission{}, err
 	case answer != nil:

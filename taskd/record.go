@@ -87,13 +87,15 @@ type command func(tx *db.TaskTx, t *task.Task, now time.Time) (task.Step, error)
 // answer once the step is durable. After the commit, and before mutate
 // returns, the step's events are queued for sending in commit order and
 // the task's execution and timer follow its new state (see committed). A
-// fault of the store is returned as the error, with nothing written.
+// store fault that may clear is retried until the task's deadline or the
+// end of ctx (retry.go); one that persists is returned as the error, with
+// nothing written.
 func (s *Service) mutate(ctx context.Context, id string, cmd command) (task.Step, error) {
 	var (
 		step   task.Step
 		answer error
 	)
-	err := s.gc.Do(ctx, func(tx *db.TaskTx) error {
+	err := s.commit(ctx, s.retryUntil(id), false, func(tx *db.TaskTx) error {
 		step, answer = task.Step{}, nil
 		var cur *task.Task
 		rec, err := tx.Task(id)

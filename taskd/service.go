@@ -174,6 +174,9 @@ type Service struct {
 	started  bool
 	closed   bool
 
+	// diskFull is set while the database's disk is full (retry.go).
+	diskFull atomic.Bool
+
 	kick  chan struct{}
 	notes chan note
 	// dropped counts the events dropped since the queue last drained
@@ -189,6 +192,8 @@ type liveTask struct {
 	id, target, version, tool string
 	wake                      time.Time
 	index                     int // in Service.wakes; -1 while ticking
+	// deadline bounds the retries of its transitions (retry.go).
+	deadline time.Time
 
 	dispatched bool // Dispatch or recovery has claimed it
 	exe        runtime.Execution
@@ -380,7 +385,7 @@ func (s *Service) notify(n note) {
 
 // addLiveLocked tracks a task that is not terminal; s.mu is held.
 func (s *Service) addLiveLocked(t *task.Task) *liveTask {
-	lt := &liveTask{id: t.ID, target: t.Target, version: t.APIVersion, tool: t.Tool, index: -1}
+	lt := &liveTask{id: t.ID, target: t.Target, version: t.APIVersion, tool: t.Tool, index: -1, deadline: t.Deadline}
 	s.live[t.ID] = lt
 	s.setWakeLocked(lt, t.NextWake())
 	return lt
