@@ -108,6 +108,9 @@ func startTasks(ctx context.Context, cfg *config.Config, store *db.Store, gw *ga
 		MaxActive:     cfg.Tasks.MaxActive,
 		PurgeInterval: cfg.Tasks.PurgeInterval,
 		Log:           log,
+
+		MaxFinishedPerCaller: cfg.Quotas.FinishedTasksPerCaller,
+		MaxBytesPerCaller:    cfg.Quotas.StoredBytesPerCaller,
 	})
 	if err != nil {
 		return nil, err

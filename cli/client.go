@@ -15,6 +15,7 @@ import (
 
 	"agentgw/client"
 	"agentgw/directory"
+	"agentgw/internal/secretfile"
 	"agentgw/wire"
 
 	"mellium.im/xmpp/jid"
@@ -199,7 +200,8 @@ func endpointArg(s string) (jid.JID, error) {
 // never from the command line, where other users could read it.
 func readPassword(file string) (string, error) {
 	if file != "" {
-		b, err := os.ReadFile(file)
+		// A password file that group or others can read is refused.
+		b, err := secretfile.Read(file, 4096)
 		if err != nil {
 			return "", fmt.Errorf("client: password file: %w", err)
 		}

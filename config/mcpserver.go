@@ -201,7 +201,7 @@ func (m MCPServerFile) build(dir string, needAccount bool, bad func(key, format 
 		bad("mcp.tls_key", "required with mcp.tls_cert")
 	default:
 		out.TLSCert = readableFile("mcp.tls_cert", dir, m.TLSCert, bad)
-		out.TLSKey = readableFile("mcp.tls_key", dir, m.TLSKey, bad)
+		out.TLSKey = secretFile("mcp.tls_key", dir, m.TLSKey, bad)
 	}
 	if needAccount && len(m.Accounts) == 0 {
 		bad("mcp.account", "required: at least one [[mcp.account]] with jid and password_file")

@@ -158,6 +158,7 @@ var frozenSchemas = []struct {
 	{4, "testdata/schema-v4.sql"},
 	{5, "testdata/schema-v5.sql"},
 	{6, "testdata/schema-v6.sql"},
+	{7, "testdata/schema-v7.sql"},
 }
 
 func TestOpenUpgradesFrozenSchemas(t *testing.T) {

@@ -54,6 +54,8 @@ var migrations = []string{
 	searchGenerationMigration,
 	// 6 → 7: the process groups of runtime processes (process.go).
 	processMigration,
+	// 7 → 8: a caller's tasks, for its quotas (quota.go).
+	`CREATE INDEX task_caller ON task (caller);`,
 }
 
 // searchIndexMigration turns schema version 2 into version 3: it creates the

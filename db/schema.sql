@@ -222,6 +222,10 @@ CREATE TABLE task (
 -- restart scan of unsettled tasks reads the table once, at start.
 CREATE INDEX task_purge ON task (next_wake) WHERE terminal = 1;
 
+-- A caller's tasks, for its quotas (quota.go): finished tasks and stored
+-- bytes are counted over this index at each new admission.
+CREATE INDEX task_caller ON task (caller);
+
 -- Lifecycle events, one per revision after 0.
 CREATE TABLE task_event (
 	task_id  TEXT    NOT NULL REFERENCES task (id) ON DELETE CASCADE,

@@ -87,13 +87,18 @@ func (s *session) handler() xmpp.Handler {
 
 // stanzaAddrs parses the addressing of an inbound stanza. mellium blanks a
 // 'from' equal to our own domain, so an empty 'from' is the domain itself.
+// A stanza with no 'from' attribute at all is not ok: the server stamps
+// every stanza it routes to a component, so one without is not from
+// anyone we could authorize, answer or rate-limit.
 func (s *session) stanzaAddrs(start xml.StartElement) (from, to jid.JID, id, typ string, ok bool) {
+	sawFrom := false
 	for _, a := range start.Attr {
 		if a.Name.Space != "" {
 			continue
 		}
 		switch a.Name.Local {
 		case "from":
+			sawFrom = true
 			from, ok = parseJID(a.Value)
 			if !ok {
 				return
@@ -108,6 +113,9 @@ func (s *session) stanzaAddrs(start xml.StartElement) (from, to jid.JID, id, typ
 		case "type":
 			typ = a.Value
 		}
+	}
+	if !sawFrom {
+		return from, to, id, typ, false
 	}
 	if from.Equal(jid.JID{}) {
 		from = s.g.domain
@@ -158,7 +166,7 @@ func (s *session) dispatchIQ(el wire.Element, tooLarge bool) {
 		return
 	}
 	req.Payload = kids[0]
-	if !from.Equal(s.g.domain) && !s.g.limiter.allow(from.Bare().String(), time.Now()) {
+	if !s.g.allowSender(from, time.Now()) {
 		s.reject(req, errResource)
 		return
 	}
@@ -230,9 +238,14 @@ const quickReplies = 256
 
 // reject answers req with err without doing any work for it. The read loop
 // never writes itself; a full queue drops the reply.
+// Only the addressing and the payload's name are kept for the reply: the
+// queued closure must not hold a rejected request's payload (up to
+// maxStanzaBytes) while it waits.
 func (s *session) reject(req *Request, err error) {
 	metrics.IQ(req.Payload.Start.Name.Space, err, -1)
-	s.quick(func() { s.replyError(req, err) })
+	slim := &Request{ID: req.ID, Type: req.Type, From: req.From, To: req.To}
+	slim.Payload.Start.Name = req.Payload.Start.Name
+	s.quick(func() { s.replyError(slim, err) })
 }
 
 // quick queues a small write for the session's quick sender.
@@ -267,12 +280,24 @@ func (s *session) dispatchMessage(el wire.Element) {
 		// RFC 6121 §8.5.2: headlines to nobody are silently dropped.
 		return
 	}
+	if !s.g.allowSender(from, time.Now()) {
+		// Past the sender's or its domain's rate: no bounce.
+		return
+	}
 	msg := stanza.Message{ID: id, From: to, To: from, Type: stanza.ErrorMessage}
 	s.quick(func() { s.send(msg.Wrap(errServiceUnavailable.TokenReader())) })
 }
 
 // replyResult answers req from the JID it was addressed to.
+// A result over the wire size limit (wiresize.go) is answered
+// <resource-constraint/> instead.
 func (s *session) replyResult(req *Request, payload xml.TokenReader) {
+	payload, ok := boundPayload(payload)
+	if !ok {
+		s.g.log.Warn("reply over the stanza size limit refused", "to", req.To.String(), "payload", req.Payload.Start.Name.Space+" "+req.Payload.Start.Name.Local, "limit", wire.MaxStanzaBytes)
+		s.replyError(req, errResource)
+		return
+	}
 	iq := stanza.IQ{ID: req.ID, Type: stanza.ResultIQ, From: req.To, To: req.From}
 	s.send(iq.Wrap(payload))
 }
@@ -323,8 +348,14 @@ func (s *session) write(r xml.TokenReader) error {
 		return ErrStreamLost
 	default:
 	}
+	// Bounded to wire.MaxStanzaBytes after escaping (wiresize.go): a
+	// stanza over it is not sent at all, and the stream is intact.
+	r, err := boundStanza(r)
+	if err != nil {
+		return err
+	}
 	cr := &countingReader{r: r}
-	err := s.sess.Send(s.ctx, cr)
+	err = s.sess.Send(s.ctx, cr)
 	if err == nil {
 		return nil
 	}

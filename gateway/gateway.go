@@ -26,6 +26,7 @@ import (
 	"agentgw/legacy"
 	"agentgw/policy"
 	"agentgw/taskd"
+	"agentgw/wire"
 
 	"mellium.im/xmpp/jid"
 )
@@ -70,6 +71,8 @@ type Gateway struct {
 	workers chan struct{}
 	pending *pendingIQs
 	limiter *limiter
+	// domainLimiter is the per-domain budget (ratelimit.go).
+	domainLimiter *limiter
 
 	// avail is the runtime availability hook and presence the presence
 	// state of the live stream, nil between streams (presence.go).
@@ -104,14 +107,15 @@ func New(cfg *config.Config, store *db.Store, log *slog.Logger) *Gateway {
 		log = slog.New(slog.DiscardHandler)
 	}
 	g := &Gateway{
-		cfg:     cfg,
-		store:   store,
-		log:     log,
-		domain:  cfg.Domain,
-		workers: make(chan struct{}, maxWorkers),
-		pending: newPendingIQs(maxPendingIQs),
-		limiter: newLimiter(cfg.RateLimit, float64(cfg.RateBurst)),
-		notify:  make(chan struct{}),
+		cfg:           cfg,
+		store:         store,
+		log:           log,
+		domain:        cfg.Domain,
+		workers:       make(chan struct{}, maxWorkers),
+		pending:       newPendingIQs(maxPendingIQs),
+		limiter:       newLimiter(cfg.RateLimit, float64(cfg.RateBurst)),
+		domainLimiter: newLimiter(cfg.DomainRateLimit, float64(cfg.DomainRateBurst)),
+		notify:        make(chan struct{}),
 
 		writeTimeout: replyTimeout,
 		dir: &directory.Service{
@@ -194,7 +198,11 @@ func (g *Gateway) sendStanza(r xml.TokenReader) error {
 	if s == nil {
 		return ErrStreamLost
 	}
-	return s.write(r)
+	err := s.write(r)
+	if isTooLarge(err) {
+		g.log.Error("stanza over the size limit not sent", "limit", wire.MaxStanzaBytes)
+	}
+	return err
 }
 
 // WaitConnected blocks until a stream is up or ctx ends.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"agentgw/runtime"
+	"agentgw/wire"
 )
 
 // The target's transitions. Each takes the committed task, a report of
@@ -274,6 +275,12 @@ func (m *Machine) checkResult(r runtime.Result, outputSchema []byte) ([]byte, *r
 	payload, err := completedPayload(result, r.Summary)
 	if err != nil {
 		return nil, nil, err
+	}
+	if wire.EscapedLen(string(payload)) > MaxEventWireBytes {
+		// Escaping can multiply a raw result by up to six (a JSON \" is
+		// \&quot; on a server's wire): measured after escaping, so the
+		// event and every task-result reply fit the servers' limits.
+		return nil, &failResultTooLarge, nil
 	}
 	if ValidatePayload(EventCompleted, payload) != nil {
 		return nil, &failInvalidResult, nil

@@ -102,6 +102,11 @@ func (s *Service) Invoke(ctx context.Context, r surface.Request) (Admission, err
 	}
 	capErr := s.reserve()
 	reserved := capErr == nil
+	if capErr == nil && freshErr == nil {
+		// The caller's quotas, read before the commit like the capacity;
+		// a replay still finds its task in the commit, whatever they say.
+		capErr = s.checkQuota(ctx, req.Caller)
+	}
 	var (
 		adm    task.Admission
 		answer error

@@ -8,6 +8,8 @@ import (
 	"agentgw/db"
 	"agentgw/surface"
 	"agentgw/task"
+
+	"mellium.im/xmpp/jid"
 )
 
 // The caller's operations (ProtoXEP "Task Recovery", "Interactive Input",
@@ -74,6 +76,9 @@ func (s *Service) ProvideInput(ctx context.Context, r surface.Request) (task.Inp
 	if err != nil {
 		return task.InputAccepted{}, err
 	}
+	if err := s.preauthorize(ctx, req.TaskID, from, to); err != nil {
+		return task.InputAccepted{}, err
+	}
 	var out task.InputOutcome
 	ctx, cancel := context.WithTimeout(ctx, callerRetryWindow)
 	defer cancel()
@@ -118,6 +123,9 @@ func (s *Service) Cancel(ctx context.Context, r surface.Request) (task.CancelAcc
 	if err != nil {
 		return task.CancelAccepted{}, err
 	}
+	if err := s.preauthorize(ctx, req.TaskID, from, to); err != nil {
+		return task.CancelAccepted{}, err
+	}
 	var out task.CancelOutcome
 	ctx, cancel := context.WithTimeout(ctx, callerRetryWindow)
 	defer cancel()
@@ -146,6 +154,19 @@ func (s *Service) Cancel(ctx context.Context, r surface.Request) (task.CancelAcc
 		s.deliverCancel(req.TaskID)
 	}
 	return out.Accepted, nil
+}
+
+// preauthorize authorizes a task command against a read of the committed
+// task (task.Authorize), before it queues for the group committer: a
+// command from anyone but the task's caller, or for a task that does not
+// exist, never reaches the single writer. It answers <item-not-found/>,
+// the same bytes as the authorization in the transaction.
+func (s *Service) preauthorize(ctx context.Context, id string, from, to jid.JID) error {
+	t, err := s.read(ctx, id)
+	if err != nil {
+		return err
+	}
+	return task.Authorize(t, id, from, to, s.clock.Now())
 }
 
 // commandError turns a closed service into <service-unavailable/>, and a

@@ -133,6 +133,11 @@ type Options struct {
 	Availability Availability
 	// MaxActive bounds the tasks that are not terminal (0: DefaultMaxActive).
 	MaxActive int
+	// MaxFinishedPerCaller and MaxBytesPerCaller are the quotas of one
+	// caller (quota.go): its settled tasks kept, and the bytes its tasks
+	// keep. 0 is no quota.
+	MaxFinishedPerCaller int
+	MaxBytesPerCaller    int64
 	// PurgeInterval is how often expired tasks are deleted (0:
 	// DefaultPurgeInterval).
 	PurgeInterval time.Duration

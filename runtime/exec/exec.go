@@ -171,7 +171,7 @@ func (r *Runtime) Start(ctx context.Context, call runtime.Call, rep runtime.Repo
 		done:       make(chan struct{}),
 		stderr:     &runtime.Tail{Max: r.opts.MaxStderrBytes},
 		exitCode:   -1,
-		secrets:    secretStrings(call.Arguments, nil),
+		secrets:    secretStrings(call.Arguments, envValues(r.opts.Env)),
 	}
 	if e.deadline.IsZero() {
 		e.deadline = time.Now().Add(r.opts.MaxDuration)
@@ -327,6 +327,17 @@ func (e *execution) Diagnostics() runtime.Diagnostics {
 	code, note, secrets := e.exitCode, e.note, e.secrets
 	e.mu.Unlock()
 	return runtime.Diagnostics{ExitCode: code, Note: note, Stderr: e.stderr.Text(redactor(secrets))}
+}
+
+// redactFailure removes the execution's secrets (argument and input
+// strings, configured env values) from a failure the tool reported: its
+// message reaches the caller.
+func (e *execution) redactFailure(f runtime.Failure) runtime.Failure {
+	e.mu.Lock()
+	secrets := e.secrets
+	e.mu.Unlock()
+	f.Message = redactor(secrets)(f.Message)
+	return f
 }
 
 // setNote records why the execution ended abnormally; the first reason
@@ -515,7 +526,7 @@ func (e *execution) supervise(ctx context.Context, rep runtime.Reporter) {
 				case msgResult:
 					_ = report(rep.Complete(m.result))
 				case msgError:
-					_ = report(rep.Fail(m.failure))
+					_ = report(rep.Fail(e.redactFailure(m.failure)))
 				default:
 					_ = report(rep.Cancelled(m.cancelled))
 				}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"net/http"
 	"net/url"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"agentgw/internal/ident"
+	"agentgw/internal/secretfile"
 	"agentgw/runtime"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -251,21 +251,13 @@ func (o *Options) check() error {
 
 // readSecret reads a value file: at most maxSecretFileBytes, one trailing
 // newline removed. Errors never contain the file's content.
+// A file that group or others can read is refused (internal/secretfile).
 func readSecret(path string) (string, error) {
-	f, err := os.Open(path)
+	buf, err := secretfile.Read(path, maxSecretFileBytes)
 	if err != nil {
 		return "", err
 	}
-	defer f.Close()
-	buf, err := io.ReadAll(io.LimitReader(f, maxSecretFileBytes+1))
-	if err != nil {
-		return "", err
-	}
-	n := len(buf)
-	if n > maxSecretFileBytes {
-		return "", fmt.Errorf("file exceeds %d bytes", maxSecretFileBytes)
-	}
-	s := string(buf[:n])
+	s := string(buf)
 	s = strings.TrimSuffix(s, "\n")
 	s = strings.TrimSuffix(s, "\r")
 	return s, nil
@@ -313,6 +305,13 @@ func (o *Options) loadSecrets() (*secrets, error) {
 	for _, k := range o.EnvPass {
 		if v, ok := os.LookupEnv(k); ok {
 			s.env = append(s.env, k+"="+v)
+			add(v)
+		}
+	}
+	// The literal env values are meant for settings, but an operator may
+	// still put a credential there: they are redacted too.
+	for _, kv := range o.Env {
+		if k, v, _ := strings.Cut(kv, "="); k != "PATH" && k != "LANG" {
 			add(v)
 		}
 	}
