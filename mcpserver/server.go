@@ -21,6 +21,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"time"
 
 	"agentgw/mcpserver/scope"
 
@@ -44,14 +45,19 @@ type Options struct {
 	// (HTTP). Without it every request holds every scope (stdio).
 	CheckScopes bool
 	Log         *slog.Logger
+	// Agents are projected as MCP tools of their own, their active
+	// versions polled every AgentPoll (zero: DefaultAgentPoll).
+	Agents    []AgentProjection
+	AgentPoll time.Duration
 }
 
 // Server is the MCP face of one account.
 type Server struct {
-	acct  *Account
-	store *Store
-	mcp   *mcp.Server
-	opts  Options
+	acct   *Account
+	store  *Store
+	mcp    *mcp.Server
+	opts   Options
+	agents *agents
 
 	mu       sync.Mutex
 	contacts map[string]bool // xmpp: resources registered, by bare JID
@@ -75,7 +81,8 @@ func New(ctx context.Context, acct *Account, store *Store, opts Options) (*Serve
 	go s.updater(ctx)
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "agentgw-xmpp", Title: "XMPP MCP Server (agentgw)", Version: Version}, &mcp.ServerOptions{
 		Instructions: "This server is the XMPP account " + acct.JID().String() + ". Received messages wait as mid: resources " +
-			"(PopMessage, GetMessage, WaitForMessage); roster contacts are xmpp: resources. Ask a contact for a presence subscription before messaging.",
+			"(PopMessage, GetMessage, WaitForMessage); roster contacts are xmpp: resources. Ask a contact for a presence subscription before messaging. " +
+			"Federated XMPP agents: find them with ListAgents and SearchAgents, read their tools with DescribeAgent, call them with CallAgentTool.",
 		Logger:                    slog.New(floor{opts.Log.Handler(), slog.LevelWarn}),
 		SupportedProtocolVersions: ProtocolVersions,
 		// Resources come and go with the roster and the queue: advertise
@@ -86,6 +93,17 @@ func New(ctx context.Context, acct *Account, store *Store, opts Options) (*Serve
 	})
 	for _, t := range tools {
 		s.mcp.AddTool(t.mcpTool(), s.handler(t))
+	}
+	s.agents = newAgents(s, opts.Log)
+	for _, t := range agentTools {
+		s.mcp.AddTool(t.tool, s.agents.handler(t))
+	}
+	if len(opts.Agents) > 0 {
+		s.agents.proj.cfg, s.agents.proj.poll = opts.Agents, opts.AgentPoll
+		if s.agents.proj.poll <= 0 {
+			s.agents.proj.poll = DefaultAgentPoll
+		}
+		go s.agents.proj.run(ctx)
 	}
 	s.mcp.AddReceivingMiddleware(s.scopes)
 	stored, err := store.List(ctx, acct.JID().String())
@@ -141,7 +159,7 @@ func (s *Server) scopes(next mcp.MethodHandler) mcp.MethodHandler {
 		switch method {
 		case "tools/call":
 			name := req.(*mcp.CallToolRequest).Params.Name
-			if sc := toolScope(name); sc != "" && !held.Has(sc) {
+			if sc := s.toolScope(name); sc != "" && !held.Has(sc) {
 				return nil, forbidden("tool "+name, sc)
 			}
 		case "tools/list":
@@ -149,7 +167,7 @@ func (s *Server) scopes(next mcp.MethodHandler) mcp.MethodHandler {
 			if lr, ok := res.(*mcp.ListToolsResult); ok && err == nil {
 				kept := lr.Tools[:0:0]
 				for _, t := range lr.Tools {
-					if held.Has(toolScope(t.Name)) {
+					if held.Has(s.toolScope(t.Name)) {
 						kept = append(kept, t)
 					}
 				}
@@ -163,6 +181,22 @@ func (s *Server) scopes(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		return next(ctx, method, req)
 	}
+}
+
+// toolScope returns the scope a tool needs, or "" for an unknown tool.
+func (s *Server) toolScope(name string) string {
+	if sc := toolScope(name); sc != "" {
+		return sc
+	}
+	for _, t := range agentTools {
+		if t.tool.Name == name {
+			return t.scope
+		}
+	}
+	if s.agents.proj.isProjected(name) {
+		return scope.AgentsCall
+	}
+	return ""
 }
 
 // ContactChanged implements Events: the contact's resource is added or

@@ -1,0 +1,223 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"agentgw/agentclient"
+	"agentgw/manifest"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Timing of the projection.
+const (
+	// DefaultAgentPoll is how often the active version of a projected
+	// agent is asked for ([mcp] agent_poll_seconds).
+	DefaultAgentPoll = 60 * time.Second
+	// agentRetry is the pause before asking again for an agent not
+	// projected yet (the stream is not up, or the agent did not answer).
+	agentRetry = 2 * time.Second
+	// maxMCPName is the length of MCP's tool name grammar.
+	maxMCPName = 128
+)
+
+// MCPToolName maps an agent's tool name one to one onto MCP's tool name
+// grammar [A-Za-z0-9_.-]{1,128}, after prefix and "_": letters, digits,
+// "-" and "_" stay, and every other byte (including ".") becomes "."
+// and two lowercase hex digits, so that distinct names stay distinct. ok
+// is false when the result is longer than MCP allows.
+func MCPToolName(prefix, tool string) (string, bool) {
+	var b strings.Builder
+	b.WriteString(prefix)
+	b.WriteByte('_')
+	for i := 0; i < len(tool); i++ {
+		c := tool[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '_':
+			b.WriteByte(c)
+		default:
+			fmt.Fprintf(&b, ".%02x", c)
+		}
+	}
+	return b.String(), b.Len() <= maxMCPName
+}
+
+// projector keeps the MCP tools of the configured agents in step with
+// their active versions.
+type projector struct {
+	g    *agents
+	cfg  []AgentProjection
+	poll time.Duration
+
+	mu sync.Mutex
+	// current is the manifest projected, by agent JID.
+	current map[string]*manifest.Manifest
+	names   map[string][]string // MCP names, by agent JID
+	// changed is signalled after every re-projection (tests).
+	changed chan struct{}
+}
+
+// run projects every agent, then polls their active versions until ctx
+// ends.
+func (p *projector) run(ctx context.Context) {
+	for {
+		pending := p.refresh(ctx)
+		wait := p.poll
+		if pending {
+			wait = min(agentRetry, p.poll)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
+}
+
+// refresh asks each agent for its active manifest and re-projects those
+// whose version or hash changed. It reports whether an agent that is not
+// projected yet could not be asked.
+func (p *projector) refresh(ctx context.Context) (pending bool) {
+	for _, a := range p.cfg {
+		if !p.g.s.acct.Connected() {
+			return true
+		}
+		m, err := p.g.manifestOf(ctx, a.JID)
+		p.mu.Lock()
+		old := p.current[a.JID.String()]
+		p.mu.Unlock()
+		if err != nil {
+			// Keep what was projected: a call still reaches the version
+			// it listed, or fails naming it.
+			p.g.log.Warn("projected agent: manifest not retrieved", "agent", a.JID.String(), "err", err)
+			pending = pending || old == nil
+			continue
+		}
+		if old != nil && old.Version == m.Version && old.Hash == m.Hash {
+			continue
+		}
+		p.project(a, m)
+	}
+	return pending
+}
+
+// project replaces the MCP tools of agent a with those of manifest m.
+// go-sdk sends notifications/tools/list_changed for the change.
+func (p *projector) project(a AgentProjection, m *manifest.Manifest) {
+	metas := toolMetas(m)
+	var tools []*mcp.Tool
+	var handlers []mcp.ToolHandler
+	for i := range m.Tools {
+		t := &m.Tools[i]
+		if !slices.Contains(a.Tools, "*") && !slices.Contains(a.Tools, t.Name) {
+			continue
+		}
+		name, ok := MCPToolName(a.Prefix, t.Name)
+		if !ok {
+			p.g.log.Error("projected agent: tool name too long for MCP; not projected", "agent", a.JID.String(), "tool", agentclient.SafeText(t.Name, 100))
+			continue
+		}
+		var in map[string]any
+		if json.Unmarshal(t.InputSchema, &in) != nil || in["type"] != "object" {
+			p.g.log.Error("projected agent: input schema is not an object; not projected", "agent", a.JID.String(), "tool", agentclient.SafeText(t.Name, 100))
+			continue
+		}
+		mt := &mcp.Tool{Name: name, Title: t.Title, Description: t.Description, InputSchema: json.RawMessage(t.InputSchema), Annotations: annotations(t)}
+		if t.OutputSchema != nil {
+			mt.OutputSchema = json.RawMessage(t.OutputSchema)
+		}
+		meta := mcp.Meta{}
+		for k, v := range metas[t.Name] {
+			meta[k] = v
+		}
+		meta["agentgw/xmpp"] = map[string]any{"jid": m.JID, "tool": t.Name, "version": m.Version, "hash": m.HashBase64()}
+		mt.Meta = meta
+		tools = append(tools, mt)
+		handlers = append(handlers, p.handler(m, t.Name, name))
+	}
+	p.mu.Lock()
+	if p.current == nil {
+		p.current, p.names = map[string]*manifest.Manifest{}, map[string][]string{}
+	}
+	var gone []string
+	for _, n := range p.names[a.JID.String()] {
+		if !slices.ContainsFunc(tools, func(t *mcp.Tool) bool { return t.Name == n }) {
+			gone = append(gone, n)
+		}
+	}
+	names := make([]string, len(tools))
+	for i, t := range tools {
+		names[i] = t.Name
+	}
+	p.current[a.JID.String()], p.names[a.JID.String()] = m, names
+	p.mu.Unlock()
+	if len(gone) > 0 {
+		p.g.s.mcp.RemoveTools(gone...)
+	}
+	for i, t := range tools {
+		p.g.s.mcp.AddTool(t, handlers[i])
+	}
+	p.g.log.Info("projected agent", "agent", a.JID.String(), "version", m.Version, "tools", len(tools))
+	if p.changed != nil {
+		select {
+		case p.changed <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// handler calls tool of the manifest m it was listed with: the call is
+// pinned to that version and hash.
+func (p *projector) handler(m *manifest.Manifest, tool, name string) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		what := fmt.Sprintf("%s (%s %s)", name, m.JID, agentclient.SafeText(tool, 100))
+		pin, err := p.g.ac.PinTool(ctx, m, tool)
+		if err != nil {
+			return xmppFailure(what+": pinning version "+m.Version, err), nil
+		}
+		args := req.Params.Arguments
+		if len(args) == 0 || string(args) == "null" {
+			args = json.RawMessage(`{}`)
+		}
+		return p.g.call(ctx, req, what, pin, tool, args, nil), nil
+	}
+}
+
+// isProjected reports whether name is a projected tool.
+func (p *projector) isProjected(name string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, names := range p.names {
+		if slices.Contains(names, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// toolMetas returns the _meta object of each tool of the manifest, as
+// the manifest has it.
+func toolMetas(m *manifest.Manifest) map[string]map[string]any {
+	var root struct {
+		Tools []struct {
+			Name string         `json:"name"`
+			Meta map[string]any `json:"_meta"`
+		} `json:"tools"`
+	}
+	out := map[string]map[string]any{}
+	if json.Unmarshal(m.Canonical, &root) != nil {
+		return out
+	}
+	for _, t := range root.Tools {
+		if t.Meta != nil {
+			out[t.Name] = t.Meta
+		}
+	}
+	return out
+}
