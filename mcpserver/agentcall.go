@@ -120,13 +120,30 @@ func annotations(t *manifest.Tool) *mcp.ToolAnnotations {
 }
 
 func (g *agents) callAgentTool(ctx context.Context, req *mcp.CallToolRequest, in map[string]json.RawMessage) *mcp.CallToolResult {
-	a, bad := strArgs("CallAgentTool", in, "Jid", "Tool", "Version", "Hash")
+	pc, bad := g.prepareAgentCall(ctx, in)
 	if bad != nil {
 		return bad
 	}
+	return g.call(ctx, req, pc, nil)
+}
+
+// preparedCall is a call checked and pinned, ready to invoke.
+type preparedCall struct {
+	what string
+	pin  *agentclient.Pin
+	tool string
+	args json.RawMessage
+}
+
+// prepareAgentCall checks CallAgentTool's arguments and pins the tool.
+func (g *agents) prepareAgentCall(ctx context.Context, in map[string]json.RawMessage) (preparedCall, *mcp.CallToolResult) {
+	a, bad := strArgs("CallAgentTool", in, "Jid", "Tool", "Version", "Hash")
+	if bad != nil {
+		return preparedCall{}, bad
+	}
 	ep, bad := endpointJID("CallAgentTool", a[0])
 	if bad != nil {
-		return bad
+		return preparedCall{}, bad
 	}
 	toolName, version, hash := a[1], a[2], a[3]
 	args := in["Arguments"]
@@ -134,17 +151,20 @@ func (g *agents) callAgentTool(ctx context.Context, req *mcp.CallToolRequest, in
 		args = json.RawMessage(`{}`)
 	}
 	if (version == "") != (hash == "") {
-		return errorResult("CallAgentTool: Version and Hash go together")
+		return preparedCall{}, errorResult("CallAgentTool: Version and Hash go together")
 	}
 	var pinned [32]byte
 	if hash != "" {
 		d, err := api.Digest(wire.Hash{Algo: wire.HashAlgoSHA256, Value: hash})
 		if err != nil {
-			return errorResult("CallAgentTool: Hash must be the Base64 SHA-256 manifest hash")
+			return preparedCall{}, errorResult("CallAgentTool: Hash must be the Base64 SHA-256 manifest hash")
 		}
 		pinned = d
 	}
 	what := fmt.Sprintf("CallAgentTool %s %s", ep, agentclient.SafeText(toolName, 100))
+	if !manifest.ValidToolName(toolName) {
+		return preparedCall{}, errorResult("%s: not a tool name", what)
+	}
 	var p *agentclient.Pin
 	m, err := g.manifestOf(ctx, ep)
 	switch {
@@ -153,19 +173,16 @@ func (g *agents) callAgentTool(ctx context.Context, req *mcp.CallToolRequest, in
 		// there is, and the target validates the arguments.
 		p = agentclient.PinFlags(ep, version, pinned)
 	case err != nil:
-		return xmppFailure(what, err)
+		return preparedCall{}, xmppFailure(what, err)
 	case version != "" && (m.Version != version || m.Hash != pinned):
-		return errorResult("%s: stale pin: the active version of %s is %s (sha-256 %s), not %s (sha-256 %s); nothing was invoked",
+		return preparedCall{}, errorResult("%s: stale pin: the active version of %s is %s (sha-256 %s), not %s (sha-256 %s); nothing was invoked",
 			what, ep, agentclient.SafeText(m.Version, 64), m.HashBase64(), agentclient.SafeText(version, 64), hash)
 	default:
 		if p, err = g.ac.PinTool(ctx, m, toolName); err != nil {
-			return g.pinFailure(what, m, toolName, err)
+			return preparedCall{}, g.pinFailure(what, m, toolName, err)
 		}
 	}
-	if !manifest.ValidToolName(toolName) {
-		return errorResult("%s: %q is not a tool name", what, agentclient.SafeText(toolName, 100))
-	}
-	return g.call(ctx, req, what, p, toolName, args, nil)
+	return preparedCall{what: what, pin: p, tool: toolName, args: args}, nil
 }
 
 // manifestOf checks the endpoint and retrieves its verified manifest.
@@ -193,6 +210,10 @@ func (g *agents) pinFailure(what string, m *manifest.Manifest, toolName string, 
 type callHooks struct {
 	accepted func(acc task.Accepted, p *agentclient.Pin, requestID string) error
 	state    func(tr *agentclient.Tracker)
+	// detached: call returns once accepted (nil), and followCall returns
+	// without cancelling when ctx ends (the server stops; the task goes
+	// on and is followed again after a restart).
+	detached bool
 }
 
 // call invokes the pinned tool with a CSPRNG request ID (retrying the
@@ -201,8 +222,9 @@ type callHooks struct {
 // elicitation, the caller's cancellation to an XMPP <cancel/>, lost
 // events recovered from the task state) and returns the task's
 // CallToolResult whole.
-func (g *agents) call(ctx context.Context, req *mcp.CallToolRequest, what string, p *agentclient.Pin, toolName string, raw json.RawMessage, hooks *callHooks) *mcp.CallToolResult {
-	args, err := p.CanonicalArgs(raw)
+func (g *agents) call(ctx context.Context, req *mcp.CallToolRequest, pc preparedCall, hooks *callHooks) *mcp.CallToolResult {
+	what, p := pc.what, pc.pin
+	args, err := p.CanonicalArgs(pc.args)
 	if err != nil {
 		return errorResult("%s: %s; nothing was invoked", what, agentclient.SafeText(err.Error(), 600))
 	}
@@ -210,7 +232,7 @@ func (g *agents) call(ctx context.Context, req *mcp.CallToolRequest, what string
 	if err != nil {
 		return errorResult("%s: %v", what, err)
 	}
-	inv := task.Invoke{RequestID: reqID, Tool: toolName, Arguments: string(args)}
+	inv := task.Invoke{RequestID: reqID, Tool: pc.tool, Arguments: string(args)}
 	acc, retried, err := g.ac.Invoke(ctx, p, inv)
 	if err != nil {
 		if agentclient.Condition(err) == stanza.ItemNotFound || agentclient.Condition(err) == stanza.Gone {
@@ -222,12 +244,16 @@ func (g *agents) call(ctx context.Context, req *mcp.CallToolRequest, what string
 		if err := hooks.accepted(acc, p, reqID); err != nil {
 			return errorResult("%s: %v", what, err)
 		}
+		if hooks.detached {
+			return nil
+		}
 	}
-	return g.followCall(ctx, req, what, p, acc.TaskID, retried, hooks)
+	res, _ := g.followCall(ctx, req, what, p, acc.TaskID, retried, hooks)
+	return res
 }
 
 // followCall follows an accepted task to its result.
-func (g *agents) followCall(ctx context.Context, req *mcp.CallToolRequest, what string, p *agentclient.Pin, taskID string, stateFirst bool, hooks *callHooks) *mcp.CallToolResult {
+func (g *agents) followCall(ctx context.Context, req *mcp.CallToolRequest, what string, p *agentclient.Pin, taskID string, stateFirst bool, hooks *callHooks) (*mcp.CallToolResult, task.State) {
 	events, stop := g.follow(taskID)
 	defer stop()
 	tr := agentclient.NewTracker(p, taskID)
@@ -254,20 +280,23 @@ func (g *agents) followCall(ctx context.Context, req *mcp.CallToolRequest, what 
 			interval = min(2*interval, callMaxPoll)
 			timer.Reset(interval)
 		case <-ctx.Done():
+			if hooks != nil && hooks.detached {
+				return nil, tr.State
+			}
 			// notifications/cancelled (or the client went away): cancel
 			// the XMPP task and see it settle.
 			bg, cancel := context.WithTimeout(context.Background(), cancelSettleTimeout)
 			g.cancelAndSettle(bg, tr, events)
 			cancel()
-			return errorResult("%s: cancelled by the MCP client; task %s %s", what, taskID, tr.State)
+			return errorResult("%s: cancelled by the MCP client; task %s %s", what, taskID, tr.State), tr.State
 		}
 	}
 	if f.why != "" {
 		res := errorResult("%s: the agent asked for input, but %s; task %s was cancelled (it settled as %s)", what, f.why, taskID, tr.State)
 		res.Meta = mcp.Meta{"agentgw/xmpp-state": string(tr.State), "agentgw/xmpp-task-id": taskID}
-		return res
+		return res, tr.State
 	}
-	return g.result(ctx, what, tr)
+	return g.result(ctx, what, tr), tr.State
 }
 
 // cancelAndSettle sends <cancel/> for the task and follows it until it

@@ -59,8 +59,16 @@ type projector struct {
 	// current is the manifest projected, by agent JID.
 	current map[string]*manifest.Manifest
 	names   map[string][]string // MCP names, by agent JID
+	entries map[string]projEntry
 	// changed is signalled after every re-projection (tests).
 	changed chan struct{}
+}
+
+// projEntry is what one projected MCP tool stands for.
+type projEntry struct {
+	m         *manifest.Manifest
+	tool      string
+	execution json.RawMessage // the manifest's execution object, if any
 }
 
 // run projects every agent, then polls their active versions until ctx
@@ -110,7 +118,7 @@ func (p *projector) refresh(ctx context.Context) (pending bool) {
 // project replaces the MCP tools of agent a with those of manifest m.
 // go-sdk sends notifications/tools/list_changed for the change.
 func (p *projector) project(a AgentProjection, m *manifest.Manifest) {
-	metas := toolMetas(m)
+	metas, execs := toolMetas(m)
 	var tools []*mcp.Tool
 	var handlers []mcp.ToolHandler
 	for i := range m.Tools {
@@ -155,6 +163,16 @@ func (p *projector) project(a AgentProjection, m *manifest.Manifest) {
 	for i, t := range tools {
 		names[i] = t.Name
 	}
+	if p.entries == nil {
+		p.entries = map[string]projEntry{}
+	}
+	for _, n := range p.names[a.JID.String()] {
+		delete(p.entries, n)
+	}
+	for _, t := range tools {
+		tool := t.Meta["agentgw/xmpp"].(map[string]any)["tool"].(string)
+		p.entries[t.Name] = projEntry{m: m, tool: tool, execution: execs[tool]}
+	}
 	p.current[a.JID.String()], p.names[a.JID.String()] = m, names
 	p.mu.Unlock()
 	if len(gone) > 0 {
@@ -176,17 +194,33 @@ func (p *projector) project(a AgentProjection, m *manifest.Manifest) {
 // pinned to that version and hash.
 func (p *projector) handler(m *manifest.Manifest, tool, name string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		what := fmt.Sprintf("%s (%s %s)", name, m.JID, agentclient.SafeText(tool, 100))
-		pin, err := p.g.ac.PinTool(ctx, m, tool)
-		if err != nil {
-			return xmppFailure(what+": pinning version "+m.Version, err), nil
+		pc, bad := p.prepare(ctx, m, tool, name, req.Params.Arguments)
+		if bad != nil {
+			return bad, nil
 		}
-		args := req.Params.Arguments
-		if len(args) == 0 || string(args) == "null" {
-			args = json.RawMessage(`{}`)
-		}
-		return p.g.call(ctx, req, what, pin, tool, args, nil), nil
+		return p.g.call(ctx, req, pc, nil), nil
 	}
+}
+
+// prepare pins a projected tool to the manifest it was listed with.
+func (p *projector) prepare(ctx context.Context, m *manifest.Manifest, tool, name string, args json.RawMessage) (preparedCall, *mcp.CallToolResult) {
+	what := fmt.Sprintf("%s (%s %s)", name, m.JID, agentclient.SafeText(tool, 100))
+	pin, err := p.g.ac.PinTool(ctx, m, tool)
+	if err != nil {
+		return preparedCall{}, xmppFailure(what+": pinning version "+m.Version, err)
+	}
+	if len(args) == 0 || string(args) == "null" {
+		args = json.RawMessage(`{}`)
+	}
+	return preparedCall{what: what, pin: pin, tool: tool, args: args}, nil
+}
+
+// lookup returns the manifest and tool a projected MCP name stands for.
+func (p *projector) lookup(name string) (*manifest.Manifest, string, json.RawMessage, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e, ok := p.entries[name]
+	return e.m, e.tool, e.execution, ok
 }
 
 // isProjected reports whether name is a projected tool.
@@ -201,23 +235,27 @@ func (p *projector) isProjected(name string) bool {
 	return false
 }
 
-// toolMetas returns the _meta object of each tool of the manifest, as
-// the manifest has it.
-func toolMetas(m *manifest.Manifest) map[string]map[string]any {
+// toolMetas returns the _meta and execution objects of each tool of the
+// manifest, as the manifest has them.
+func toolMetas(m *manifest.Manifest) (map[string]map[string]any, map[string]json.RawMessage) {
 	var root struct {
 		Tools []struct {
-			Name string         `json:"name"`
-			Meta map[string]any `json:"_meta"`
+			Name      string          `json:"name"`
+			Meta      map[string]any  `json:"_meta"`
+			Execution json.RawMessage `json:"execution"`
 		} `json:"tools"`
 	}
-	out := map[string]map[string]any{}
+	out, execs := map[string]map[string]any{}, map[string]json.RawMessage{}
 	if json.Unmarshal(m.Canonical, &root) != nil {
-		return out
+		return out, execs
 	}
 	for _, t := range root.Tools {
 		if t.Meta != nil {
 			out[t.Name] = t.Meta
 		}
+		if len(t.Execution) > 0 {
+			execs[t.Name] = t.Execution
+		}
 	}
-	return out
+	return out, execs
 }

@@ -67,6 +67,10 @@ type Server struct {
 	// slow subscriber), and the account's session must not wait for that.
 	updates map[string]bool
 	wake    chan struct{}
+	// taskWait wakes tasks/result and tasks/cancel (tasks.go).
+	taskWait map[string]chan struct{}
+	// runCtx is the server's lifetime: MCP tasks are followed within it.
+	runCtx context.Context
 }
 
 // New returns the MCP server of acct, whose messages are in store. It
@@ -77,7 +81,7 @@ func New(ctx context.Context, acct *Account, store *Store, opts Options) (*Serve
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{acct: acct, store: store, opts: opts, contacts: map[string]bool{}, messages: map[string]bool{},
-		updates: map[string]bool{}, wake: make(chan struct{}, 1)}
+		updates: map[string]bool{}, wake: make(chan struct{}, 1), taskWait: map[string]chan struct{}{}, runCtx: ctx}
 	go s.updater(ctx)
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "agentgw-xmpp", Title: "XMPP MCP Server (agentgw)", Version: Version}, &mcp.ServerOptions{
 		Instructions: "This server is the XMPP account " + acct.JID().String() + ". Received messages wait as mid: resources " +
@@ -112,6 +116,9 @@ func New(ctx context.Context, acct *Account, store *Store, opts Options) (*Serve
 	}
 	for _, st := range stored {
 		s.addMessage(st)
+	}
+	if err := s.resumeTasks(ctx); err != nil {
+		return nil, fmt.Errorf("mcp server: tasks: %w", err)
 	}
 	acct.SetEvents(s)
 	for _, c := range acct.Contacts() {
