@@ -316,3 +316,192 @@ func TestMCPAgents(t *testing.T) {
 		}
 	})
 }
+
+// The MCP inspector CLI sees the projected tools with their schemas, and
+// a tools/call of one returns the agent's result.
+func TestMCPAgentsInspector(t *testing.T) {
+	bin := inspector(t)
+	need(t)
+	withTaskEndpoints(t)
+	config := writeAgentMCPConfig(t, 60)
+	stdio := []string{"--", suite.bin, "mcp", "-config", config}
+	r, err := inspect(t, bin, append([]string{"--method", "tools/list"}, stdio...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var echo map[string]any
+	for _, tl := range r["tools"].([]any) {
+		if m := tl.(map[string]any); m["name"] == "demo_echo" {
+			echo = m
+		}
+	}
+	in, _ := echo["inputSchema"].(map[string]any)
+	props, _ := in["properties"].(map[string]any)
+	if echo == nil || props["text"] == nil || echo["outputSchema"] == nil {
+		t.Fatalf("tools/list: demo_echo %v in %v", echo, toolNames(r))
+	}
+	r, err = inspect(t, bin, append([]string{"--method", "tools/call", "--tool-name", "demo_echo", "--tool-args-json", `{"text":"from the inspector"}`}, stdio...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := structured(t, r); s["text"] != "from the inspector" {
+		t.Fatalf("tools/call demo_echo: %v", r)
+	}
+}
+
+// A new active version of a projected agent sends list_changed, and the
+// tools of the new version are called pinned to it. The ledger endpoint
+// (exec) is projected for alice, who may see and invoke it.
+func TestMCPAgentsNewVersion(t *testing.T) {
+	need(t)
+	ledger := withTaskEndpoints(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "account.password"), []byte(password+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	config := filepath.Join(dir, "mcp.toml")
+	body := fmt.Sprintf(`
+[log]
+level = "debug"
+
+[mcp]
+agent_poll_seconds = 1
+
+[[mcp.account]]
+jid = "alice@%s"
+password_file = "account.password"
+server = %q
+
+[[mcp.agent]]
+jid = %q
+tools = ["ledger.append"]
+prefix = "ledger"
+`, harness.HomeDomain, suite.env.ProsodyC2S, ledgerEndpoint)
+	if err := os.WriteFile(config, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m := startAgentMCP(t, config)
+	const name = "ledger_ledger.2eappend"
+	tl := waitProjected(t, m.ClientSession, name)
+	if !strings.Contains(tl.Description, "Waits delay_ms") {
+		t.Fatalf("%s: %q", name, tl.Description)
+	}
+	res := callResult(t, m.ClientSession, &mcp.CallToolParams{Name: name, Arguments: map[string]any{"key": "v1-call"}})
+	if res.IsError || structuredOf(t, res)["key"] != "v1-call" {
+		t.Fatalf("%s v1: %s", name, resultText(res))
+	}
+
+	// Version 1.0.1, with a new description, becomes active.
+	raw, err := os.ReadFile(ledgerManifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v2 := strings.Replace(strings.Replace(string(raw), `"version": "1.0.0"`, `"version": "1.0.1"`, 1),
+		"Waits delay_ms milliseconds", "Version two: waits delay_ms milliseconds", 1)
+	file := filepath.Join(dir, "ledger-v2.json")
+	if err := os.WriteFile(file, []byte(v2), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m.mu.Lock()
+	before := m.listed
+	m.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if out, err := agentgw(ctx, "endpoint", "register", "-config", suite.config, "-activate", file); err != nil {
+		t.Fatalf("register v2: %v %s", err, out)
+	}
+	t.Cleanup(func() {
+		// The next withTaskEndpoints registers and activates 1.0.0 again.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		agentgw(ctx, "endpoint", "activate", "-config", suite.config, ledgerEndpoint, "1.0.0")
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		m.mu.Lock()
+		n := m.listed
+		m.mu.Unlock()
+		if n > before {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no notifications/tools/list_changed after the new version\n%s", m.stderr)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	list, err := m.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got *mcp.Tool
+	for _, tl := range list.Tools {
+		if tl.Name == name {
+			got = tl
+		}
+	}
+	if got == nil || !strings.HasPrefix(got.Description, "Version two") || got.Meta["agentgw/xmpp"].(map[string]any)["version"] != "1.0.1" {
+		t.Fatalf("after the new version: %+v", got)
+	}
+	res = callResult(t, m.ClientSession, &mcp.CallToolParams{Name: name, Arguments: map[string]any{"key": "v2-call"}})
+	if res.IsError || structuredOf(t, res)["key"] != "v2-call" {
+		t.Fatalf("%s v2: %s", name, resultText(res))
+	}
+	if b, _ := os.ReadFile(ledger); !strings.Contains(string(b), "v2-call") {
+		t.Fatalf("the ledger has no v2-call line: %s", b)
+	}
+}
+
+// The full circle: `agentgw serve` hosts `agentgw mcp` as an mcp-runtime
+// endpoint, so an XMPP user calls SearchAgents as an XMPP tool.
+func TestMCPAgentsFullCircle(t *testing.T) {
+	need(t)
+	a := newMCPAccount(t, "")
+	const circle = "xmppmcp@" + harness.ComponentDomain
+	extra := fmt.Sprintf(`
+[[endpoint]]
+jid = %q
+runtime = "mcp"
+command = [%q, "mcp", "-config", %q]
+
+[[policy.invoke]]
+principals = ["alice@%s"]
+endpoints = [%q]
+tools = ["*"]
+`, circle, suite.bin, a.config, harness.HomeDomain, circle)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := writeConfig(extra); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		if err := writeConfig(""); err != nil {
+			t.Error(err)
+		}
+		if _, err := restartGateway(ctx); err != nil {
+			t.Errorf("restart: %v", err)
+		}
+		agentgw(ctx, "endpoint", "deactivate", "-config", suite.config, circle)
+	})
+	if _, err := restartGateway(ctx); err != nil {
+		t.Fatalf("restart with the mcp endpoint: %v", err)
+	}
+	var stdout, stderr string
+	var err error
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		p := startClient(t, "alice", harness.HomeDomain, "-json", "call", circle, "SearchAgents", `{"Text":"weather","Gateway":"`+harness.ComponentDomain+`"}`)
+		stdout, stderr, err = p.wait(t, 60*time.Second)
+		if err == nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(time.Second) // the endpoint's first import may still be running
+	}
+	// The completed task's result is SearchAgents' page, as agentgw mcp
+	// answered it through the mcp runtime.
+	if err != nil || !strings.Contains(stdout, `"kind":"result"`) || !strings.Contains(stdout, `\"Jid\":\"weather@`+harness.ComponentDomain) {
+		t.Fatalf("SearchAgents over XMPP: %v\n%s\n%s", err, stdout, stderr)
+	}
+	t.Logf("agentgw client: %s", stdout)
+}

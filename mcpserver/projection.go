@@ -25,6 +25,9 @@ const (
 	agentRetry = 2 * time.Second
 	// maxMCPName is the length of MCP's tool name grammar.
 	maxMCPName = 128
+	// projectionWait bounds how long tools/list and tools/call wait for
+	// the first projection of a fresh process.
+	projectionWait = 15 * time.Second
 )
 
 // MCPToolName maps an agent's tool name one to one onto MCP's tool name
@@ -62,6 +65,26 @@ type projector struct {
 	entries map[string]projEntry
 	// changed is signalled after every re-projection (tests).
 	changed chan struct{}
+	// ready is closed once every agent was asked once with the stream
+	// up: tools/list waits for it (up to projectionWait), so that the
+	// first list of a fresh process shows the projected tools.
+	ready     chan struct{}
+	readyOnce sync.Once
+}
+
+// waitReady waits until the first projection is done, at most
+// projectionWait.
+func (p *projector) waitReady(ctx context.Context) {
+	if p.ready == nil {
+		return
+	}
+	t := time.NewTimer(projectionWait)
+	defer t.Stop()
+	select {
+	case <-p.ready:
+	case <-t.C:
+	case <-ctx.Done():
+	}
 }
 
 // projEntry is what one projected MCP tool stands for.
@@ -112,6 +135,7 @@ func (p *projector) refresh(ctx context.Context) (pending bool) {
 		}
 		p.project(a, m)
 	}
+	p.readyOnce.Do(func() { close(p.ready) })
 	return pending
 }
 

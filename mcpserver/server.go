@@ -103,7 +103,7 @@ func New(ctx context.Context, acct *Account, store *Store, opts Options) (*Serve
 		s.mcp.AddTool(t.tool, s.agents.handler(t))
 	}
 	if len(opts.Agents) > 0 {
-		s.agents.proj.cfg, s.agents.proj.poll = opts.Agents, opts.AgentPoll
+		s.agents.proj.cfg, s.agents.proj.poll, s.agents.proj.ready = opts.Agents, opts.AgentPoll, make(chan struct{})
 		if s.agents.proj.poll <= 0 {
 			s.agents.proj.poll = DefaultAgentPoll
 		}
@@ -163,6 +163,9 @@ func forbidden(what, sc string) error {
 func (s *Server) scopes(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		held := s.requestScopes(req)
+		if method == "tools/list" || method == "tools/call" {
+			s.agents.proj.waitReady(ctx)
+		}
 		switch method {
 		case "tools/call":
 			name := req.(*mcp.CallToolRequest).Params.Name

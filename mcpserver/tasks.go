@@ -237,6 +237,7 @@ func (c *tasksConn) taskCall(req *jsonrpc.Request) {
 		return
 	}
 	g := c.s.agents
+	g.proj.waitReady(ctx)
 	var pc preparedCall
 	var bad *mcp.CallToolResult
 	switch {
