@@ -2,9 +2,11 @@ package integration
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os/exec"
 	"strings"
 	"sync"
@@ -246,5 +248,73 @@ func TestMCPTasks(t *testing.T) {
 	}](t, r2.call("tasks/result", map[string]any{"taskId": mid.Task.TaskID}))
 	if after.StructuredContent["counted"] != float64(10) {
 		t.Fatalf("tasks/result after a restart: %+v", after)
+	}
+}
+
+// postMCP posts one JSON-RPC request to url with token and returns the
+// result (or the error) of its answer, JSON or server-sent events.
+func postMCP(t *testing.T, url, token, session string, id int, method string, params any) (rawAnswer, string) {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if session != "" {
+		req.Header.Set("Mcp-Session-Id", session)
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s: %v", method, err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		for _, l := range strings.Split(string(raw), "\n") {
+			if d, ok := strings.CutPrefix(l, "data: "); ok && strings.Contains(d, `"id"`) {
+				raw = []byte(d)
+			}
+		}
+	}
+	var a rawAnswer
+	if err := json.Unmarshal(raw, &a); err != nil {
+		t.Fatalf("%s: %d %s: %v", method, resp.StatusCode, raw, err)
+	}
+	return a, resp.Header.Get("Mcp-Session-Id")
+}
+
+// Over Streamable HTTP the same layer serves the token's own tasks.
+func TestMCPTasksHTTP(t *testing.T) {
+	need(t)
+	withTaskEndpoints(t)
+	a := newMCPAccount(t, "")
+	url, _, _ := startMCPHTTP(t, a)
+	init, session := postMCP(t, url, mcpFullToken, "", 1, "initialize", map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{},
+		"clientInfo": map[string]any{"name": "raw-http", "version": "1"}})
+	if init.Error != nil || !strings.Contains(string(init.Result), `"tasks":{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}`) {
+		t.Fatalf("initialize: %+v %s", init.Error, init.Result)
+	}
+	created, _ := postMCP(t, url, mcpFullToken, session, 2, "tools/call", map[string]any{"name": "CallAgentTool",
+		"arguments": map[string]any{"Jid": demoEndpoint, "Tool": "echo", "Arguments": map[string]any{"text": "a task over HTTP"}}, "task": map[string]any{}})
+	if created.Error != nil {
+		t.Fatalf("task-augmented CallAgentTool: %+v", created.Error)
+	}
+	id := decode[struct {
+		Task mcpTask `json:"task"`
+	}](t, created.Result).Task.TaskID
+	res, _ := postMCP(t, url, mcpFullToken, session, 3, "tasks/result", map[string]any{"taskId": id})
+	if res.Error != nil || !strings.Contains(string(res.Result), `"text":"a task over HTTP"`) {
+		t.Fatalf("tasks/result: %+v %s", res.Error, res.Result)
+	}
+	list, _ := postMCP(t, url, mcpFullToken, session, 4, "tasks/list", map[string]any{})
+	if list.Error != nil || !strings.Contains(string(list.Result), id) {
+		t.Fatalf("tasks/list: %+v %s", list.Error, list.Result)
+	}
+	// Another token sees none of them; without the Agents.Call scope it
+	// may not even ask.
+	other, _ := postMCP(t, url, mcpSendToken, "", 5, "tasks/get", map[string]any{"taskId": id})
+	if other.Error == nil || !strings.Contains(other.Error.Message, "OAUTH.Scope.MCP.XMPP.Tools.Agents.Call") {
+		t.Fatalf("tasks/get with the send-only token: %+v", other)
 	}
 }

@@ -135,6 +135,11 @@ func (c *tasksConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 
 // reply answers a request the layer served.
 func (c *tasksConn) reply(id jsonrpc.ID, result any, err error) {
+	_ = c.Connection.Write(context.Background(), response(id, result, err))
+}
+
+// response is the JSON-RPC answer of a request the layer served.
+func response(id jsonrpc.ID, result any, err error) *jsonrpc.Response {
 	resp := &jsonrpc.Response{ID: id}
 	if err != nil {
 		var we *jsonrpc.Error
@@ -149,7 +154,7 @@ func (c *tasksConn) reply(id jsonrpc.ID, result any, err error) {
 		}
 		resp.Result = raw
 	}
-	_ = c.Connection.Write(context.Background(), resp)
+	return resp
 }
 
 func invalidParams(format string, args ...any) error {
@@ -224,6 +229,12 @@ func mcpStatus(s task.State) string {
 // only after the XMPP <accepted/>, so that admission errors stay errors
 // of the call.
 func (c *tasksConn) taskCall(req *jsonrpc.Request) {
+	res, err := c.s.taskCall(c.owner, req)
+	c.reply(req.ID, res, err)
+}
+
+// taskCall serves a task-augmented tools/call for owner.
+func (s *Server) taskCall(owner string, req *jsonrpc.Request) (any, error) {
 	ctx := context.Background()
 	var p struct {
 		Name      string          `json:"name"`
@@ -233,10 +244,9 @@ func (c *tasksConn) taskCall(req *jsonrpc.Request) {
 		} `json:"task"`
 	}
 	if err := json.Unmarshal(req.Params, &p); err != nil {
-		c.reply(req.ID, nil, invalidParams("tools/call: %v", err))
-		return
+		return nil, invalidParams("tools/call: %v", err)
 	}
-	g := c.s.agents
+	g := s.agents
 	g.proj.waitReady(ctx)
 	var pc preparedCall
 	var bad *mcp.CallToolResult
@@ -244,28 +254,25 @@ func (c *tasksConn) taskCall(req *jsonrpc.Request) {
 	case p.Name == "CallAgentTool":
 		in := map[string]json.RawMessage{}
 		if len(p.Arguments) > 0 && string(p.Arguments) != "null" && json.Unmarshal(p.Arguments, &in) != nil {
-			c.reply(req.ID, errorResult("CallAgentTool: the arguments must be a JSON object"), nil)
-			return
+			return errorResult("CallAgentTool: the arguments must be a JSON object"), nil
 		}
 		pc, bad = g.prepareAgentCall(ctx, in)
 	default:
 		m, tool, _, ok := g.proj.lookup(p.Name)
 		if !ok {
-			c.reply(req.ID, nil, invalidParams("tool %q does not support task-augmented calls (only CallAgentTool and projected agent tools do)", agentclient.SafeText(p.Name, 128)))
-			return
+			return nil, invalidParams("tool %q does not support task-augmented calls (only CallAgentTool and projected agent tools do)", agentclient.SafeText(p.Name, 128))
 		}
 		pc, bad = g.proj.prepare(ctx, m, tool, p.Name, p.Arguments)
 	}
 	if bad != nil {
-		c.reply(req.ID, bad, nil)
-		return
+		return bad, nil
 	}
 	var rec TaskRecord
 	hooks := &callHooks{detached: true}
 	hooks.accepted = func(acc task.Accepted, pin *agentclient.Pin, requestID string) error {
-		now := c.s.store.Now()
+		now := s.store.Now()
 		rec = TaskRecord{
-			ID: newTaskID(), Owner: c.owner, Account: c.s.acct.JID().String(),
+			ID: newTaskID(), Owner: owner, Account: s.acct.JID().String(),
 			Endpoint: pin.Endpoint.String(), XMPPTaskID: acc.TaskID, RequestID: requestID,
 			Version: pin.Version, Hash: pin.HashB64(), Tool: pc.tool,
 			Status: "working", XMPPState: string(task.StateAccepted),
@@ -277,14 +284,13 @@ func (c *tasksConn) taskCall(req *jsonrpc.Request) {
 			rec.TTL = time.Duration(*p.Task.TTL) * time.Millisecond
 			rec.RetainUntil = now.Add(rec.TTL)
 		}
-		return c.s.store.CreateTask(ctx, rec)
+		return s.store.CreateTask(ctx, rec)
 	}
 	if res := g.call(ctx, nil, pc, hooks); res != nil {
-		c.reply(req.ID, res, nil)
-		return
+		return res, nil
 	}
-	c.reply(req.ID, map[string]any{"task": taskObject(rec), "_meta": map[string]any{metaXMPP: xmppMeta(rec), metaLoss: []string{lossRetention}}}, nil)
-	go g.runTask(c.s.runCtx, rec, pin(rec), false)
+	go g.runTask(s.runCtx, rec, pin(rec), false)
+	return map[string]any{"task": taskObject(rec), "_meta": map[string]any{metaXMPP: xmppMeta(rec), metaLoss: []string{lossRetention}}}, nil
 }
 
 // pin rebuilds the pin of a stored task.
@@ -375,52 +381,53 @@ func (s *Server) taskWaiter(id string) <-chan struct{} {
 }
 
 // tasksMethod serves tasks/get, tasks/result, tasks/list and
-// tasks/cancel, for the caller's own tasks only.
+// tasks/cancel on a wrapped connection.
 func (c *tasksConn) tasksMethod(req *jsonrpc.Request) {
-	ctx := c.s.runCtx
+	res, err := c.s.tasksMethod(c.s.runCtx, c.owner, req)
+	c.reply(req.ID, res, err)
+}
+
+// tasksMethod serves tasks/get, tasks/result, tasks/list and
+// tasks/cancel, for owner's own tasks only.
+func (s *Server) tasksMethod(ctx context.Context, owner string, req *jsonrpc.Request) (any, error) {
 	var p struct {
 		TaskID string `json:"taskId"`
 	}
 	json.Unmarshal(req.Params, &p)
 	if req.Method == "tasks/list" {
-		recs, err := c.s.store.Tasks(ctx, c.owner, maxListedTasks)
+		recs, err := s.store.Tasks(ctx, owner, maxListedTasks)
 		if err != nil {
-			c.reply(req.ID, nil, err)
-			return
+			return nil, err
 		}
 		list := []map[string]any{}
 		for _, r := range recs {
 			list = append(list, taskObject(r))
 		}
-		c.reply(req.ID, map[string]any{"tasks": list}, nil)
-		return
+		return map[string]any{"tasks": list}, nil
 	}
-	rec, err := c.s.store.Task(ctx, c.owner, p.TaskID)
+	noTask := invalidParams("no task %q", agentclient.SafeText(p.TaskID, 128))
+	rec, err := s.store.Task(ctx, owner, p.TaskID)
 	if errors.Is(err, ErrNoTask) {
 		// Unknown, expired and another caller's are the same answer.
-		c.reply(req.ID, nil, invalidParams("no task %q", agentclient.SafeText(p.TaskID, 128)))
-		return
+		return nil, noTask
 	}
 	if err != nil {
-		c.reply(req.ID, nil, err)
-		return
+		return nil, err
 	}
 	switch req.Method {
 	case "tasks/get":
-		c.reply(req.ID, c.taskAnswer(rec, nil), nil)
+		return taskAnswer(rec, nil), nil
 	case "tasks/result":
 		for rec.Result == nil {
-			wait := c.s.taskWaiter(rec.ID)
+			wait := s.taskWaiter(rec.ID)
 			select {
 			case <-wait:
 			case <-time.After(taskPollInterval):
 			case <-ctx.Done():
-				c.reply(req.ID, nil, errors.New("the server is stopping"))
-				return
+				return nil, errors.New("the request ended before the task settled")
 			}
-			if rec, err = c.s.store.Task(ctx, c.owner, p.TaskID); err != nil {
-				c.reply(req.ID, nil, invalidParams("no task %q", agentclient.SafeText(p.TaskID, 128)))
-				return
+			if rec, err = s.store.Task(ctx, owner, p.TaskID); err != nil {
+				return nil, noTask
 			}
 		}
 		var res map[string]any
@@ -432,14 +439,15 @@ func (c *tasksConn) tasksMethod(req *jsonrpc.Request) {
 		meta[metaRelatedTask] = map[string]any{"taskId": rec.ID}
 		meta[metaXMPP] = xmppMeta(rec)
 		res["_meta"] = meta
-		c.reply(req.ID, res, nil)
+		return res, nil
 	case "tasks/cancel":
-		c.cancelTask(ctx, req.ID, rec)
+		return s.cancelTask(ctx, owner, rec)
 	}
+	return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "no method " + req.Method}
 }
 
 // taskAnswer is a Task with the XMPP mapping and the losses in _meta.
-func (c *tasksConn) taskAnswer(rec TaskRecord, losses []string) map[string]any {
+func taskAnswer(rec TaskRecord, losses []string) map[string]any {
 	t := taskObject(rec)
 	if rec.Status == "working" {
 		losses = append(losses, lossStateDetail)
@@ -455,41 +463,36 @@ func (c *tasksConn) taskAnswer(rec TaskRecord, losses []string) map[string]any {
 // cancelTask sends the XMPP <cancel/> and answers cancelled only once
 // XMPP settles cancelled: <cancel-accepted/> alone is never an MCP
 // cancellation.
-func (c *tasksConn) cancelTask(ctx context.Context, id jsonrpc.ID, rec TaskRecord) {
+func (s *Server) cancelTask(ctx context.Context, owner string, rec TaskRecord) (any, error) {
 	if rec.Result != nil {
-		c.reply(id, nil, invalidParams("task %s is already %s", rec.ID, rec.Status))
-		return
+		return nil, invalidParams("task %s is already %s", rec.ID, rec.Status)
 	}
-	g := c.s.agents
 	ep, _ := jid.Parse(rec.Endpoint)
-	_, err := g.ac.Cancel(ctx, ep, task.Cancel{TaskID: rec.XMPPTaskID}, -1)
+	_, err := s.agents.ac.Cancel(ctx, ep, task.Cancel{TaskID: rec.XMPPTaskID}, -1)
 	var settled *agentclient.SettledError
 	if err != nil && !errors.As(err, &settled) {
-		c.reply(id, nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the XMPP cancellation failed: " + agentclient.SafeText(err.Error(), 400)})
-		return
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the XMPP cancellation failed: " + agentclient.SafeText(err.Error(), 400)}
 	}
 	deadline := time.After(taskCancelWait)
 	for rec.Result == nil {
-		wait := c.s.taskWaiter(rec.ID)
+		wait := s.taskWaiter(rec.ID)
 		select {
 		case <-wait:
 		case <-time.After(taskPollInterval):
 		case <-deadline:
-			c.reply(id, nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf(
-				"the XMPP cancellation of task %s was accepted, but the task has not settled: it may still complete or fail; poll tasks/get", rec.ID)})
-			return
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf(
+				"the XMPP cancellation of task %s was accepted, but the task has not settled: it may still complete or fail; poll tasks/get", rec.ID)}
 		case <-ctx.Done():
-			return
+			return nil, errors.New("the request ended before the task settled")
 		}
+		id := rec.ID
 		var err error
-		if rec, err = c.s.store.Task(ctx, c.owner, rec.ID); err != nil {
-			c.reply(id, nil, invalidParams("no task %q", rec.ID))
-			return
+		if rec, err = s.store.Task(ctx, owner, id); err != nil {
+			return nil, invalidParams("no task %q", id)
 		}
 	}
 	if rec.Status != "cancelled" {
-		c.reply(id, nil, invalidParams("task %s settled as %s before the cancellation took effect; read it with tasks/result", rec.ID, rec.Status))
-		return
+		return nil, invalidParams("task %s settled as %s before the cancellation took effect; read it with tasks/result", rec.ID, rec.Status)
 	}
-	c.reply(id, c.taskAnswer(rec, []string{lossCancel}), nil)
+	return taskAnswer(rec, []string{lossCancel}), nil
 }
