@@ -505,3 +505,54 @@ tools = ["*"]
 	}
 	t.Logf("agentgw client: %s", stdout)
 }
+
+// Without Gateway, the gateways are those of the account's own server
+// (Prosody lists the component); the directory pages with opaque cursors
+// to the end.
+func TestMCPAgentsDefaultGateway(t *testing.T) {
+	need(t)
+	a := newMCPAccount(t, "")
+	url, _, _ := startMCPHTTP(t, a)
+	cs := connectHTTP(t, url, mcpFullToken)
+	seen := map[string]bool{}
+	cursor := ""
+	pages := 0
+	for {
+		args := map[string]any{}
+		if cursor != "" {
+			args["Cursor"] = cursor
+		}
+		page := structuredOf(t, callResult(t, cs.ClientSession, &mcp.CallToolParams{Name: "ListAgents", Arguments: args}))
+		if page["Success"] != true {
+			t.Fatalf("ListAgents: %v", page)
+		}
+		for _, e := range page["Agents"].([]any) {
+			j := e.(map[string]any)["Jid"].(string)
+			if seen[j] {
+				t.Fatalf("%s listed twice", j)
+			}
+			seen[j] = true
+		}
+		pages++
+		next, _ := page["NextCursor"].(string)
+		if next == "" {
+			break
+		}
+		if strings.Contains(next, "@") || seen[next] {
+			t.Fatalf("the cursor %q looks like an RSM item id", next)
+		}
+		cursor = next
+	}
+	if len(seen) < numAgents || pages < numAgents/50 || !seen["weather@"+harness.ComponentDomain] {
+		t.Fatalf("%d agents in %d pages", len(seen), pages)
+	}
+	found := structuredOf(t, callResult(t, cs.ClientSession, &mcp.CallToolParams{Name: "SearchAgents", Arguments: map[string]any{"Text": "weather"}}))
+	if ag, _ := found["Agents"].([]any); len(ag) != 1 || ag[0].(map[string]any)["Jid"] != "weather@"+harness.ComponentDomain {
+		t.Fatalf("SearchAgents without Gateway: %v", found)
+	}
+	// A send-only token may not list agents.
+	send := connectHTTP(t, url, mcpSendToken)
+	if _, err := send.CallTool(context.Background(), &mcp.CallToolParams{Name: "ListAgents"}); err == nil || !strings.Contains(err.Error(), "Agents.Search") {
+		t.Fatalf("ListAgents with the send-only token: %v", err)
+	}
+}
