@@ -75,7 +75,11 @@ prefix = "demo"
 
 // startAgentMCP runs `agentgw mcp -config path` over stdio, with a client
 // that declares elicitation and records progress and list changes.
-func startAgentMCP(t *testing.T, path string) *agentMCP {
+func startAgentMCP(t *testing.T, path string) *agentMCP { return startAgentMCPWith(t, path, true) }
+
+// startAgentMCPWith is startAgentMCP; elicit false declares no
+// elicitation.
+func startAgentMCPWith(t *testing.T, path string, elicit bool) *agentMCP {
 	t.Helper()
 	m := &agentMCP{stderr: &syncBuf{}, listedCh: make(chan struct{}, 64), progressC: make(chan *mcp.ProgressNotificationParams, 256)}
 	cmd := exec.Command(suite.bin, "mcp", "-config", path)
@@ -108,6 +112,9 @@ func startAgentMCP(t *testing.T, path string) *agentMCP {
 			return &mcp.ElicitResult{Action: "accept", Content: m.answer}, nil
 		},
 	})
+	if !elicit {
+		c = mcp.NewClient(&mcp.Implementation{Name: "integration-no-elicitation", Version: "1"}, nil)
+	}
 	cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 5 * time.Second}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatalf("connect: %v\n%s", err, m.stderr)
@@ -273,6 +280,15 @@ func TestMCPAgents(t *testing.T) {
 		defer m.mu.Unlock()
 		if !slices.Contains(m.elicited, "What is the answer?") {
 			t.Fatalf("elicited %v", m.elicited)
+		}
+	})
+
+	t.Run("AskWithoutElicitation", func(t *testing.T) {
+		plain := startAgentMCPWith(t, writeAgentMCPConfig(t, 60), false)
+		res := callResult(t, plain.ClientSession, &mcp.CallToolParams{Name: "demo_ask", Arguments: map[string]any{"question": "Anyone?"}})
+		taskID, _ := res.Meta["agentgw/xmpp-task-id"].(string)
+		if !res.IsError || !strings.Contains(resultText(res), "does not support elicitation") || res.Meta["agentgw/xmpp-state"] != "cancelled" || taskID == "" {
+			t.Fatalf("demo_ask without elicitation: %s %v", resultText(res), res.Meta)
 		}
 	})
 

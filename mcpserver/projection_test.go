@@ -36,3 +36,20 @@ func TestMCPToolName(t *testing.T) {
 		t.Error("a name past 128 characters was accepted")
 	}
 }
+
+// TestElicitable: only flat objects of primitives go to MCP elicitation.
+func TestElicitable(t *testing.T) {
+	for schema, ok := range map[string]bool{
+		`{"type":"object","properties":{"answer":{"type":"string","maxLength":4096}},"required":["answer"]}`: true,
+		`{"type":"object","properties":{"n":{"type":"integer","minimum":1},"ok":{"type":"boolean"}}}`:        true,
+		`{"type":"object","properties":{"c":{"type":"string","enum":["a","b"]}}}`:                            true,
+		`{"type":"object","properties":{"list":{"type":"array","items":{"type":"string"}}}}`:                 false,
+		`{"type":"object","properties":{"o":{"type":"object"}}}`:                                             false,
+		`{"type":"object","properties":{"s":{"type":"string","pattern":"^a"}}}`:                              false,
+		`{"type":"string"}`: false,
+	} {
+		if err := mcpserver.Elicitable([]byte(schema)); (err == nil) != ok {
+			t.Errorf("%s: %v, want ok=%v", schema, err, ok)
+		}
+	}
+}
