@@ -80,7 +80,12 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 			JID: a.JID, Password: string(a.Password), Server: a.Server,
 			QueueMax: cfg.MCP.QueueMax, Store: store, Log: log,
 		})
-		srv, err := mcpserver.New(ctx, acct, store, mcpserver.Options{CheckScopes: *httpAddr != "", Log: log})
+		var projected []mcpserver.AgentProjection
+		for _, ag := range cfg.MCP.Agents {
+			projected = append(projected, mcpserver.AgentProjection{JID: ag.JID, Tools: ag.Tools, Prefix: ag.Prefix})
+		}
+		srv, err := mcpserver.New(ctx, acct, store, mcpserver.Options{CheckScopes: *httpAddr != "", Log: log,
+			Agents: projected, AgentPoll: time.Duration(cfg.MCP.AgentPollSeconds) * time.Second})
 		if err != nil {
 			return err
 		}
@@ -95,7 +100,8 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if *httpAddr == "" {
 		srv := servers[accounts[0].JID.String()]
 		log.Info("mcp stdio serving", "account", accounts[0].JID.String())
-		err := srv.MCP().Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}})
+		// Over stdio the MCP Tasks layer serves the account's tasks.
+		err := srv.MCP().Run(ctx, srv.TasksTransport(&mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}}))
 		if ctx.Err() != nil || err == nil || errors.Is(err, io.EOF) {
 			return nil
 		}
