@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"time"
 
 	"agentgw/config"
 	"agentgw/mcpserver"
@@ -31,12 +32,17 @@ func StartMCP(ctx context.Context, cfg *config.MCPServer, accounts []config.MCPA
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	m := &MCP{Servers: map[string]*mcpserver.Server{}, store: store, cancel: cancel}
+	var projected []mcpserver.AgentProjection
+	for _, ag := range cfg.Agents {
+		projected = append(projected, mcpserver.AgentProjection{JID: ag.JID, Tools: ag.Tools, Prefix: ag.Prefix})
+	}
 	for _, a := range accounts {
 		acct := mcpserver.NewAccount(mcpserver.AccountOptions{
 			JID: a.JID, Password: string(a.Password), Server: a.Server,
 			QueueMax: cfg.QueueMax, Store: store, Log: log,
 		})
-		srv, err := mcpserver.New(ctx, acct, store, mcpserver.Options{CheckScopes: checkScopes, Log: log})
+		srv, err := mcpserver.New(ctx, acct, store, mcpserver.Options{CheckScopes: checkScopes, Log: log,
+			Agents: projected, AgentPoll: time.Duration(cfg.AgentPollSeconds) * time.Second})
 		if err != nil {
 			m.Close()
 			return nil, err

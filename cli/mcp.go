@@ -76,7 +76,8 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if *httpAddr == "" {
 		srv := servers[accounts[0].JID.String()]
 		log.Info("mcp stdio serving", "account", accounts[0].JID.String())
-		err := srv.MCP().Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}})
+		// Over stdio the MCP Tasks layer serves the account's tasks.
+		err := srv.MCP().Run(ctx, srv.TasksTransport(&mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}}))
 		if ctx.Err() != nil || err == nil || errors.Is(err, io.EOF) {
 			return nil
 		}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -25,6 +26,15 @@ const (
 	MaxMCPQueueMax = 100000
 	// DefaultMCPDatabase is mcp.database, beside the configuration file.
 	DefaultMCPDatabase = "agentgw-mcp.db"
+	// DefaultAgentPollSeconds is mcp.agent_poll_seconds: how often the
+	// active version of each [[mcp.agent]] is asked for.
+	DefaultAgentPollSeconds = 60
+	// MinAgentPollSeconds and MaxAgentPollSeconds bound it.
+	MinAgentPollSeconds = 1
+	MaxAgentPollSeconds = 86400
+	// MaxAgentPrefixBytes bounds mcp.agent[].prefix, leaving room in
+	// MCP's 128 characters for the tool name.
+	MaxAgentPrefixBytes = 64
 )
 
 // MCPServerFile is the [mcp] table as written: the `agentgw mcp` command,
@@ -37,6 +47,25 @@ type MCPServerFile struct {
 	TLSKey   string           `toml:"tls_key"`
 	Accounts []MCPAccountFile `toml:"account"`
 	Tokens   []MCPTokenFile   `toml:"token"`
+	// AgentPollSeconds and Agents: the agent endpoints whose tools are
+	// projected as MCP tools of their own (docs/mcp.md).
+	AgentPollSeconds int            `toml:"agent_poll_seconds"`
+	Agents           []MCPAgentFile `toml:"agent"`
+}
+
+// MCPAgentFile is one [[mcp.agent]] entry.
+type MCPAgentFile struct {
+	JID    string   `toml:"jid"`
+	Tools  []string `toml:"tools"`
+	Prefix string   `toml:"prefix"`
+}
+
+// MCPAgent is one validated [[mcp.agent]]: the tools of JID (every tool
+// when Tools is ["*"]) appear as MCP tools named Prefix + "_" + tool.
+type MCPAgent struct {
+	JID    jid.JID
+	Tools  []string
+	Prefix string
 }
 
 // MCPAccountFile is one [[mcp.account]] entry.
@@ -55,7 +84,7 @@ type MCPTokenFile struct {
 }
 
 func mcpServerDefaults() MCPServerFile {
-	return MCPServerFile{QueueMax: DefaultMCPQueueMax, Database: DefaultMCPDatabase}
+	return MCPServerFile{QueueMax: DefaultMCPQueueMax, Database: DefaultMCPDatabase, AgentPollSeconds: DefaultAgentPollSeconds}
 }
 
 // MCPServer is the validated [mcp] table. Paths are absolute.
@@ -67,6 +96,9 @@ type MCPServer struct {
 	TLSCert, TLSKey string
 	Accounts        []MCPAccount
 	Tokens          []MCPToken
+	// AgentPollSeconds is how often projected agents are polled.
+	AgentPollSeconds int
+	Agents           []MCPAgent
 }
 
 // MCPAccount is one validated [[mcp.account]].
@@ -184,7 +216,8 @@ func (f File) mcpOnly() bool {
 // an error (`agentgw mcp`); a gateway configuration may carry [mcp] defaults
 // alone.
 func (m MCPServerFile) build(dir string, needAccount bool, bad func(key, format string, args ...any)) *MCPServer {
-	out := &MCPServer{QueueMax: m.QueueMax}
+	out := &MCPServer{QueueMax: m.QueueMax, AgentPollSeconds: m.AgentPollSeconds}
+	out.Agents = m.buildAgents(bad)
 	if m.QueueMax < 1 || m.QueueMax > MaxMCPQueueMax {
 		bad("mcp.queue_max", "must be between 1 and %d", MaxMCPQueueMax)
 	}
@@ -308,4 +341,76 @@ func readPrivate(path string) ([]byte, error) {
 		return nil, err
 	}
 	return bytes.Clone(b), nil
+}
+
+// buildAgents validates mcp.agent_poll_seconds and the [[mcp.agent]]
+// entries. A prefix must be unique and fit MCP's name grammar, so that
+// two agents never project the same MCP name.
+func (m MCPServerFile) buildAgents(bad func(key, format string, args ...any)) []MCPAgent {
+	if m.AgentPollSeconds < MinAgentPollSeconds || m.AgentPollSeconds > MaxAgentPollSeconds {
+		bad("mcp.agent_poll_seconds", "must be between %d and %d", MinAgentPollSeconds, MaxAgentPollSeconds)
+	}
+	var out []MCPAgent
+	prefixes := map[string]int{}
+	for i, a := range m.Agents {
+		key := fmt.Sprintf("mcp.agent[%d]", i)
+		ag := MCPAgent{Prefix: a.Prefix, Tools: a.Tools}
+		ok := true
+		j, err := jid.Parse(a.JID)
+		switch {
+		case a.JID == "":
+			bad(key+".jid", "required")
+			ok = false
+		case err != nil || j.Localpart() == "" || j.Resourcepart() != "":
+			bad(key+".jid", "must be the bare JID of an agent endpoint, such as weather@agents.example.org")
+			ok = false
+		default:
+			ag.JID = j.Bare()
+		}
+		switch {
+		case a.Prefix == "":
+			bad(key+".prefix", "required")
+			ok = false
+		case len(a.Prefix) > MaxAgentPrefixBytes || !mcpNameChars(a.Prefix):
+			bad(key+".prefix", "must be 1 to %d characters of A-Z a-z 0-9 . - (MCP's tool name grammar, without _)", MaxAgentPrefixBytes)
+			ok = false
+		default:
+			if prev, dup := prefixes[a.Prefix]; dup {
+				bad(key+".prefix", "%q is already the prefix of mcp.agent[%d]: the MCP tool names would collide", a.Prefix, prev)
+				ok = false
+			}
+			prefixes[a.Prefix] = i
+		}
+		switch {
+		case len(a.Tools) == 0:
+			bad(key+".tools", `required: ["*"] or tool names`)
+			ok = false
+		case len(a.Tools) > 1 && slices.Contains(a.Tools, "*"):
+			bad(key+".tools", `"*" stands alone`)
+			ok = false
+		}
+		seen := map[string]bool{}
+		for k, t := range a.Tools {
+			if t == "" || seen[t] {
+				bad(fmt.Sprintf("%s.tools[%d]", key, k), "must be a tool name, listed once")
+				ok = false
+			}
+			seen[t] = true
+		}
+		if ok {
+			out = append(out, ag)
+		}
+	}
+	return out
+}
+
+// mcpNameChars reports whether s has only A-Z a-z 0-9 . and -: MCP's
+// tool name characters but the _ that joins prefix and tool.
+func mcpNameChars(s string) bool {
+	for _, r := range s {
+		if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '.' || r == '-') {
+			return false
+		}
+	}
+	return true
 }

@@ -145,7 +145,8 @@ func TestMCPServerInspector(t *testing.T) {
 		return inspect(t, bin, append(args, "--", suite.bin, "mcp", "-config", a.config)...)
 	}
 	r, err = stdio("--method", "tools/list")
-	if err != nil || len(toolNames(r)) != 11 {
+	// The seed's ten tools, WaitForMessage, and the four agent tools.
+	if err != nil || len(toolNames(r)) != 15 {
 		t.Fatalf("tools over stdio: %v %v", toolNames(r), err)
 	}
 	r, err = stdio("--method", "resources/list")

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"agentgw/agentclient"
 	"agentgw/client"
 	"agentgw/wire"
 
@@ -115,6 +116,9 @@ type AccountOptions struct {
 type Account struct {
 	opts   AccountOptions
 	events Events
+	// taskEvents receives the lifecycle messages of agent tasks
+	// (agents.go); they are never queued as messages.
+	taskEvents func(raw string)
 
 	mu       sync.Mutex
 	cl       *client.Client // nil while down
@@ -390,6 +394,12 @@ func (a *Account) handle(ctx context.Context, s string) {
 	case "presence":
 		a.presence(el)
 	case "message":
+		if _, ok := agentclient.IsLifecycleMessage(el); ok {
+			if a.taskEvents != nil {
+				a.taskEvents(s)
+			}
+			return
+		}
 		m, ok := parseMessage(el)
 		if !ok {
 			return

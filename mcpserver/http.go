@@ -73,7 +73,7 @@ func HTTPHandler(servers map[string]*Server, tokens []Token, log *slog.Logger) h
 			UserID: "token-" + strconv.Itoa(i),
 			Extra:  map[string]any{"account": tokens[i].Account},
 		}, nil
-	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(streamable)
+	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(tasksHTTP(servers, streamable))
 
 	mux := http.NewServeMux()
 	mux.HandleFunc(Path, func(w http.ResponseWriter, r *http.Request) {

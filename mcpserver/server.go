@@ -21,6 +21,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"time"
 
 	"agentgw/mcpserver/scope"
 
@@ -44,14 +45,19 @@ type Options struct {
 	// (HTTP). Without it every request holds every scope (stdio).
 	CheckScopes bool
 	Log         *slog.Logger
+	// Agents are projected as MCP tools of their own, their active
+	// versions polled every AgentPoll (zero: DefaultAgentPoll).
+	Agents    []AgentProjection
+	AgentPoll time.Duration
 }
 
 // Server is the MCP face of one account.
 type Server struct {
-	acct  *Account
-	store *Store
-	mcp   *mcp.Server
-	opts  Options
+	acct   *Account
+	store  *Store
+	mcp    *mcp.Server
+	opts   Options
+	agents *agents
 
 	mu       sync.Mutex
 	contacts map[string]bool // xmpp: resources registered, by bare JID
@@ -61,6 +67,10 @@ type Server struct {
 	// slow subscriber), and the account's session must not wait for that.
 	updates map[string]bool
 	wake    chan struct{}
+	// taskWait wakes tasks/result and tasks/cancel (tasks.go).
+	taskWait map[string]chan struct{}
+	// runCtx is the server's lifetime: MCP tasks are followed within it.
+	runCtx context.Context
 }
 
 // New returns the MCP server of acct, whose messages are in store. It
@@ -71,11 +81,12 @@ func New(ctx context.Context, acct *Account, store *Store, opts Options) (*Serve
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{acct: acct, store: store, opts: opts, contacts: map[string]bool{}, messages: map[string]bool{},
-		updates: map[string]bool{}, wake: make(chan struct{}, 1)}
+		updates: map[string]bool{}, wake: make(chan struct{}, 1), taskWait: map[string]chan struct{}{}, runCtx: ctx}
 	go s.updater(ctx)
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "agentgw-xmpp", Title: "XMPP MCP Server (agentgw)", Version: Version}, &mcp.ServerOptions{
 		Instructions: "This server is the XMPP account " + acct.JID().String() + ". Received messages wait as mid: resources " +
-			"(PopMessage, GetMessage, WaitForMessage); roster contacts are xmpp: resources. Ask a contact for a presence subscription before messaging.",
+			"(PopMessage, GetMessage, WaitForMessage); roster contacts are xmpp: resources. Ask a contact for a presence subscription before messaging. " +
+			"Federated XMPP agents: find them with ListAgents and SearchAgents, read their tools with DescribeAgent, call them with CallAgentTool.",
 		Logger:                    slog.New(floor{opts.Log.Handler(), slog.LevelWarn}),
 		SupportedProtocolVersions: ProtocolVersions,
 		// Resources come and go with the roster and the queue: advertise
@@ -87,6 +98,17 @@ func New(ctx context.Context, acct *Account, store *Store, opts Options) (*Serve
 	for _, t := range tools {
 		s.mcp.AddTool(t.mcpTool(), s.handler(t))
 	}
+	s.agents = newAgents(s, opts.Log)
+	for _, t := range agentTools {
+		s.mcp.AddTool(t.tool, s.agents.handler(t))
+	}
+	if len(opts.Agents) > 0 {
+		s.agents.proj.cfg, s.agents.proj.poll, s.agents.proj.ready = opts.Agents, opts.AgentPoll, make(chan struct{})
+		if s.agents.proj.poll <= 0 {
+			s.agents.proj.poll = DefaultAgentPoll
+		}
+		go s.agents.proj.run(ctx)
+	}
 	s.mcp.AddReceivingMiddleware(s.scopes)
 	stored, err := store.List(ctx, acct.JID().String())
 	if err != nil {
@@ -94,6 +116,9 @@ func New(ctx context.Context, acct *Account, store *Store, opts Options) (*Serve
 	}
 	for _, st := range stored {
 		s.addMessage(st)
+	}
+	if err := s.resumeTasks(ctx); err != nil {
+		return nil, fmt.Errorf("mcp server: tasks: %w", err)
 	}
 	acct.SetEvents(s)
 	for _, c := range acct.Contacts() {
@@ -138,10 +163,13 @@ func forbidden(what, sc string) error {
 func (s *Server) scopes(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		held := s.requestScopes(req)
+		if method == "tools/list" || method == "tools/call" {
+			s.agents.proj.waitReady(ctx)
+		}
 		switch method {
 		case "tools/call":
 			name := req.(*mcp.CallToolRequest).Params.Name
-			if sc := toolScope(name); sc != "" && !held.Has(sc) {
+			if sc := s.toolScope(name); sc != "" && !held.Has(sc) {
 				return nil, forbidden("tool "+name, sc)
 			}
 		case "tools/list":
@@ -149,7 +177,7 @@ func (s *Server) scopes(next mcp.MethodHandler) mcp.MethodHandler {
 			if lr, ok := res.(*mcp.ListToolsResult); ok && err == nil {
 				kept := lr.Tools[:0:0]
 				for _, t := range lr.Tools {
-					if held.Has(toolScope(t.Name)) {
+					if held.Has(s.toolScope(t.Name)) {
 						kept = append(kept, t)
 					}
 				}
@@ -163,6 +191,22 @@ func (s *Server) scopes(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		return next(ctx, method, req)
 	}
+}
+
+// toolScope returns the scope a tool needs, or "" for an unknown tool.
+func (s *Server) toolScope(name string) string {
+	if sc := toolScope(name); sc != "" {
+		return sc
+	}
+	for _, t := range agentTools {
+		if t.tool.Name == name {
+			return t.scope
+		}
+	}
+	if s.agents.proj.isProjected(name) {
+		return scope.AgentsCall
+	}
+	return ""
 }
 
 // ContactChanged implements Events: the contact's resource is added or

@@ -37,7 +37,7 @@ CREATE TABLE dropped (
 
 // storeMigrations upgrade version i to i+1 (append-only); entry 0 is the
 // schema itself, run on an empty file.
-var storeMigrations = []string{storeSchema}
+var storeMigrations = []string{storeSchema, taskSchema}
 
 // ErrNotFound is returned for an unknown message id.
 var ErrNotFound = errors.New("mcpserver: no such message")

@@ -19,6 +19,11 @@ const (
 	MessageSend         = "OAUTH.Scope.MCP.XMPP.Tools.Message.Send"
 	ResourcesList       = "OAUTH.Scope.MCP.XMPP.Resources.List"
 	ResourcesRead       = "OAUTH.Scope.MCP.XMPP.Resources.Read"
+	// AgentsSearch lists, searches and describes agent endpoints;
+	// AgentsCall calls their tools (CallAgentTool, projected tools, and
+	// the MCP tasks of those calls).
+	AgentsSearch = "OAUTH.Scope.MCP.XMPP.Tools.Agents.Search"
+	AgentsCall   = "OAUTH.Scope.MCP.XMPP.Tools.Agents.Call"
 )
 
 // Wildcard grants every scope.
@@ -29,7 +34,7 @@ var All = func() []string {
 	s := []string{
 		PresenceAccept, PresenceDecline, PresenceSubscribe, PresenceUnsubscribe,
 		RosterAdd, RosterRemove, RosterUpdate, MessageGet, MessageSend,
-		ResourcesList, ResourcesRead,
+		ResourcesList, ResourcesRead, AgentsSearch, AgentsCall,
 	}
 	slices.Sort(s)
 	return s

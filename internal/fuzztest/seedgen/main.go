@@ -60,7 +60,7 @@ var targets = map[xml.Name][]string{
 	{Space: nsSearch, Local: "query"}:                                {"search/FuzzParseRequest", "search/FuzzParseFields", "search/FuzzParseResult"},
 	{Space: "vcard-temp", Local: "vCard"}:                            {"legacy/FuzzParseVCard"},
 	{Space: "urn:ietf:params:xml:ns:vcard-4.0", Local: "vcard"}:      {"legacy/FuzzParseVCard"},
-	{Space: "http://jabber.org/protocol/disco#info", Local: "query"}: {"cli/FuzzEndpointInfo"},
+	{Space: "http://jabber.org/protocol/disco#info", Local: "query"}: {"wire/FuzzEndpointInfo"},
 }
 
 var example = regexp.MustCompile(`(?s)<example[^>]*><!\[CDATA\[(.*?)\]\]></example>`)
