@@ -162,8 +162,8 @@ func (s *Service) committed(step task.Step) {
 }
 
 // publish queues events for the notifier: from the endpoint to the route
-// that invoked the task. A full queue drops them: events are best-effort,
-// and task-state recovers what was lost.
+// that invoked the task. A full queue drops them (progress first, see
+// notes.go): events are best-effort, and task-state recovers what was lost.
 func (s *Service) publish(t *task.Task, evs []task.Event) {
 	from, to, err := addresses(t)
 	if err != nil {
@@ -173,9 +173,7 @@ func (s *Service) publish(t *task.Task, evs []task.Event) {
 		return
 	}
 	for _, ev := range evs {
-		select {
-		case s.notes <- note{from: from, to: to, ev: ev}:
-		default:
+		if !s.notes.push(note{from: from, to: to, ev: ev}) {
 			// Warn once per spell, not once per event: a long outage
 			// with busy tasks would flood the log.
 			if s.dropped.Add(1) == 1 {

@@ -68,10 +68,6 @@ const (
 	DefaultMaxActive = 10000
 	// purgeBatch is how many tasks one purge transaction deletes.
 	purgeBatch = 256
-	// noteQueue bounds the events waiting to be sent, including those
-	// held while no stream is up (Options.Ready); past it new events are
-	// dropped with a warning, and task-state recovers them.
-	noteQueue = 8192
 	// notifyAttempts bounds the sends of one event: each failed send is
 	// retried once Ready reports a stream again, and after the last the
 	// event is dropped, so a stream that keeps failing cannot hold back
@@ -178,7 +174,7 @@ type Service struct {
 	diskFull atomic.Bool
 
 	kick  chan struct{}
-	notes chan note
+	notes *notes
 	// dropped counts the events dropped since the queue last drained
 	// to half (publish, notifier).
 	dropped atomic.Int64
@@ -250,7 +246,7 @@ func New(store *db.Store, opts Options) (*Service, error) {
 		cancel:    cancel,
 		live:      map[string]*liveTask{},
 		kick:      make(chan struct{}, 1),
-		notes:     make(chan note, noteQueue),
+		notes:     newNotes(),
 		sent:      make(chan struct{}),
 	}
 	go s.notifier()
@@ -336,7 +332,7 @@ wait:
 	s.loops.Wait()
 	err := s.gc.Close()
 	// The committer has stopped, so no hook queues an event any more.
-	close(s.notes)
+	s.notes.close()
 	<-s.sent
 	return err
 }
@@ -344,13 +340,17 @@ wait:
 // notifier sends queued events in commit order until Close.
 func (s *Service) notifier() {
 	defer close(s.sent)
-	for n := range s.notes {
+	for {
+		n, ok := s.notes.pop()
+		if !ok {
+			return
+		}
 		if s.opts.Notify != nil {
 			s.notify(n)
 		}
 		// Once the queue has drained to half, say how many were dropped
 		// and warn again at the next drop.
-		if s.dropped.Load() > 0 && len(s.notes) < noteQueue/2 {
+		if s.dropped.Load() > 0 && s.notes.len() < noteQueue/2 {
 			s.log.Warn("event queue has room again", "dropped", s.dropped.Swap(0))
 		}
 	}
