@@ -81,10 +81,11 @@ func (s *Service) GatewayInfo(node string, features []string) (wire.InfoResult, 
 	return wire.InfoResult{}, surface.ErrItemNotFound
 }
 
-// Items is the disco#items of the gateway JID: the directory page of
-// endpoints visible to requester, in octetwise bare-JID order, the bare JID
-// being the RSM id.
-func (s *Service) Items(ctx context.Context, pol *policy.Policy, requester jid.JID, node string, payload wire.Element) (wire.ItemsResult, error) {
+// Items answers r, the disco#items of the gateway JID at node: the
+// directory page of endpoints visible to r.From, in octetwise bare-JID
+// order, the bare JID being the RSM id.
+func (s *Service) Items(ctx context.Context, r surface.Request, node string) (wire.ItemsResult, error) {
+	pol, requester, payload := r.Policy, r.From, r.Payload
 	if node != "" && node != NS {
 		return wire.ItemsResult{}, surface.ErrItemNotFound
 	}

@@ -20,6 +20,7 @@ import (
 
 	"mellium.im/xmlstream"
 	"mellium.im/xmpp/jid"
+	"mellium.im/xmpp/stanza"
 )
 
 func openStore(tb testing.TB) *db.Store {
@@ -77,7 +78,7 @@ func TestItemsClampAndCount(t *testing.T) {
 		{`<set xmlns='http://jabber.org/protocol/rsm'><max>10</max><index>115</index></set>`, 5, "e000115@agents.example", "e000119@agents.example"},
 		{`<set xmlns='http://jabber.org/protocol/rsm'><max>0</max></set>`, 0, "", ""},
 	} {
-		res, err := svc.Items(ctx, everyone(), alice, "", query(t, tc.rsm))
+		res, err := svc.Items(ctx, surface.Request{Type: stanza.GetIQ, Policy: everyone(), From: alice, Payload: query(t, tc.rsm)}, "")
 		if err != nil {
 			t.Fatalf("%s: %v", tc.rsm, err)
 		}
@@ -97,7 +98,7 @@ func TestItemsClampAndCount(t *testing.T) {
 		`<set xmlns='http://jabber.org/protocol/rsm'><frob/></set>`,
 		`<set xmlns='http://jabber.org/protocol/rsm'><max><b/></max></set>`,
 	} {
-		if _, err := svc.Items(ctx, everyone(), alice, "", query(t, bad)); !errors.Is(err, surface.ErrBadRequest) {
+		if _, err := svc.Items(ctx, surface.Request{Type: stanza.GetIQ, Policy: everyone(), From: alice, Payload: query(t, bad)}, ""); !errors.Is(err, surface.ErrBadRequest) {
 			t.Errorf("%s: err = %v, want bad-request", bad, err)
 		}
 	}
@@ -119,7 +120,7 @@ func BenchmarkItemsPage(b *testing.B) {
 			b.ResetTimer()
 			for b.Loop() {
 				t0 := time.Now()
-				res, err := svc.Items(ctx, pol, alice, "", q)
+				res, err := svc.Items(ctx, surface.Request{Type: stanza.GetIQ, Policy: pol, From: alice, Payload: q}, "")
 				if err != nil || len(res.Items) != 50 {
 					b.Fatalf("page: %v, %d items", err, len(res.Items))
 				}

@@ -93,6 +93,9 @@ type Gateway struct {
 	endpointIQ       map[iqKey]iqHandler
 	gatewayFeatures  []string
 	endpointFeatures []string
+	// policyFeatures are the surfaces' gateway features that depend on
+	// the policy in force (buildRoutes).
+	policyFeatures []func(*policy.Policy) []string
 
 	// connected is closed and replaced on each state change; tests and
 	// the CLI wait on it.

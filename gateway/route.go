@@ -3,10 +3,9 @@ package gateway
 import (
 	"context"
 	"encoding/xml"
+	"fmt"
 
 	"agentgw/adhoc"
-	"agentgw/directory"
-	"agentgw/ping"
 	"agentgw/policy"
 	"agentgw/wire"
 
@@ -23,15 +22,28 @@ type iqKey struct {
 // empty result) or an error, which replyError turns into the wire error.
 type iqHandler func(g *Gateway, ctx context.Context, req *Request) (xml.TokenReader, error)
 
-// protocol is one protocol surface as the gateway routes it: its IQ handlers
-// at the gateway JID and at endpoint JIDs, and the disco features it adds to
-// each. Keeping features beside handlers means nothing is advertised that is
-// not routed. Each surface lives in its own route_*.go file.
+// protocol is one protocol surface as the gateway routes it (surfaces.go
+// lists them all): the IQs it answers at the gateway JID and at endpoint
+// JIDs, and the disco features it advertises at each.
 type protocol struct {
-	gatewayIQ        map[iqKey]iqHandler
-	endpointIQ       map[iqKey]iqHandler
-	gatewayFeatures  []string
-	endpointFeatures []string
+	// name says which surface it is, and which package, for a reader and
+	// for the panic of a duplicate route.
+	name              string
+	gateway, endpoint []iqRoute
+	gatewayFeatures   []string
+	endpointFeatures  []string
+	// policyFeatures, if set, are gateway features that depend on the
+	// policy in force, computed for every disco#info so that they follow
+	// a SIGHUP reload as the handlers do.
+	policyFeatures func(*policy.Policy) []string
+}
+
+// iqRoute is one IQ a surface answers: the IQ type, the payload's name,
+// and the handler.
+type iqRoute struct {
+	typ  stanza.IQType
+	name xml.Name
+	h    iqHandler
 }
 
 var (
@@ -39,38 +51,48 @@ var (
 	nameDiscoItems = xml.Name{Space: wire.NSDiscoItems, Local: "query"}
 )
 
-// surfaces lists every protocol surface the gateway serves. Each route_*.go
-// file adds its own from an init function, so surfaces do not share code.
-var surfaces []func() protocol
-
-// policyFeatures lists the gateway features that depend on the policy in
-// force (admins configured, self-registration on). They are computed for
-// every disco#info, so they follow a SIGHUP reload as the handlers do.
-var policyFeatures []func(*policy.Policy) []string
-
-func init() {
-	surfaces = append(surfaces, coreDirectory, pingSurface)
+// buildRoutes builds the routing tables and feature lists from surfaces.
+func (g *Gateway) buildRoutes() {
+	g.gatewayIQ, g.gatewayFeatures = routeTable(surfaces, "gateway",
+		func(p protocol) ([]iqRoute, []string) { return p.gateway, p.gatewayFeatures })
+	g.endpointIQ, g.endpointFeatures = routeTable(surfaces, "endpoint",
+		func(p protocol) ([]iqRoute, []string) { return p.endpoint, p.endpointFeatures })
+	g.policyFeatures = nil
+	for _, p := range surfaces {
+		if p.policyFeatures == nil {
+			continue
+		}
+		if len(p.gateway) == 0 {
+			panic("gateway: " + p.name + " has policy features but routes nothing at the gateway JID")
+		}
+		g.policyFeatures = append(g.policyFeatures, p.policyFeatures)
+	}
 }
 
-// buildRoutes merges the surfaces into the routing tables and feature
-// lists.
-func (g *Gateway) buildRoutes() {
-	g.gatewayIQ = map[iqKey]iqHandler{}
-	g.endpointIQ = map[iqKey]iqHandler{}
-	var gf, ef [][]string
-	for _, mk := range surfaces {
-		s := mk()
-		for k, h := range s.gatewayIQ {
-			g.gatewayIQ[k] = h
+// routeTable merges the routes and features of list at one kind of JID
+// (at: "gateway" or "endpoint"). A route listed twice, or features where
+// a surface routes nothing, is a programming error: it panics, so that a
+// gateway with an ambiguous or dishonest table never starts.
+func routeTable(list []protocol, at string, pick func(protocol) ([]iqRoute, []string)) (map[iqKey]iqHandler, []string) {
+	table := map[iqKey]iqHandler{}
+	owner := map[iqKey]string{}
+	var fs [][]string
+	for _, p := range list {
+		routes, f := pick(p)
+		if len(f) > 0 && len(routes) == 0 {
+			panic(fmt.Sprintf("gateway: %s advertises %v at the %s JID but routes nothing there", p.name, f, at))
 		}
-		for k, h := range s.endpointIQ {
-			g.endpointIQ[k] = h
+		for _, r := range routes {
+			k := iqKey{r.typ, r.name}
+			if prev, dup := owner[k]; dup {
+				panic(fmt.Sprintf("gateway: IQ %s {%s}%s routed twice at the %s JID, by %s and by %s",
+					r.typ, r.name.Space, r.name.Local, at, prev, p.name))
+			}
+			owner[k], table[k] = p.name, r.h
 		}
-		gf = append(gf, s.gatewayFeatures)
-		ef = append(ef, s.endpointFeatures)
+		fs = append(fs, f)
 	}
-	g.gatewayFeatures = features(gf...)
-	g.endpointFeatures = features(ef...)
+	return table, features(fs...)
 }
 
 // route answers one IQ get or set addressed to the gateway domain or to an
@@ -93,30 +115,14 @@ func (g *Gateway) route(ctx context.Context, req *Request) (xml.TokenReader, err
 	return h(g, ctx, req)
 }
 
-// coreDirectory is the Core Directory profile (package directory).
-func coreDirectory() protocol {
-	return protocol{
-		gatewayIQ: map[iqKey]iqHandler{
-			{stanza.GetIQ, nameDiscoInfo}:  gatewayDiscoInfo,
-			{stanza.GetIQ, nameDiscoItems}: gatewayDiscoItems,
-		},
-		endpointIQ: map[iqKey]iqHandler{
-			{stanza.GetIQ, nameDiscoInfo}:  endpointDiscoInfo,
-			{stanza.GetIQ, nameDiscoItems}: endpointDiscoItems,
-		},
-		gatewayFeatures:  directory.GatewayFeatures,
-		endpointFeatures: directory.EndpointFeatures,
-	}
-}
-
 func gatewayDiscoInfo(g *Gateway, _ context.Context, req *Request) (xml.TokenReader, error) {
 	node, _ := req.Payload.AttrValue("node")
 	if adhoc.IsGatewayNode(node) {
 		return gatewayCommandInfo(g, req, node)
 	}
 	lists := [][]string{g.gatewayFeatures}
-	for _, f := range policyFeatures {
-		lists = append(lists, f(g.Policy()))
+	for _, f := range g.policyFeatures {
+		lists = append(lists, f(req.Policy))
 	}
 	info, err := g.dir.GatewayInfo(node, features(lists...))
 	if err != nil {
@@ -130,7 +136,7 @@ func gatewayDiscoItems(g *Gateway, ctx context.Context, req *Request) (xml.Token
 	if adhoc.IsGatewayNode(node) {
 		return gatewayCommandItems(g, req, node)
 	}
-	items, err := g.dir.Items(ctx, g.Policy(), req.From, node, req.Payload)
+	items, err := g.dir.Items(ctx, *req, node)
 	if err != nil {
 		return nil, err
 	}
@@ -163,26 +169,18 @@ func endpointDiscoItems(g *Gateway, ctx context.Context, req *Request) (xml.Toke
 		}
 		return endpointNodeItems(g, ctx, req, node)
 	}
-	if _, err := g.dir.EndpointSummary(ctx, g.Policy(), req.From, req.To); err != nil {
+	if _, err := g.dir.EndpointSummary(ctx, req.Policy, req.From, req.To); err != nil {
 		return nil, err
 	}
 	return wire.ItemsResult{}.TokenReader(), nil
 }
 
-// pingSurface answers XEP-0199 pings at the gateway and at visible
-// endpoints; at a hidden or nonexistent endpoint it fails like a missing one.
-func pingSurface() protocol {
-	return protocol{
-		gatewayIQ: map[iqKey]iqHandler{
-			{stanza.GetIQ, ping.Name}: func(*Gateway, context.Context, *Request) (xml.TokenReader, error) { return nil, nil },
-		},
-		endpointIQ: map[iqKey]iqHandler{
-			{stanza.GetIQ, ping.Name}: func(g *Gateway, ctx context.Context, req *Request) (xml.TokenReader, error) {
-				_, err := g.dir.EndpointSummary(ctx, g.Policy(), req.From, req.To)
-				return nil, err
-			},
-		},
-		gatewayFeatures:  ping.Features,
-		endpointFeatures: ping.Features,
-	}
+// gatewayPing answers an XEP-0199 ping at the gateway JID.
+func gatewayPing(*Gateway, context.Context, *Request) (xml.TokenReader, error) { return nil, nil }
+
+// endpointPing answers an XEP-0199 ping at a visible endpoint; at a hidden
+// or nonexistent one it fails like a missing one.
+func endpointPing(g *Gateway, ctx context.Context, req *Request) (xml.TokenReader, error) {
+	_, err := g.dir.EndpointSummary(ctx, req.Policy, req.From, req.To)
+	return nil, err
 }

@@ -20,30 +20,6 @@ import (
 	"mellium.im/xmpp/stanza"
 )
 
-func init() {
-	surfaces = append(surfaces, adhocSurface)
-}
-
-// adhocSurface is XEP-0050 ad-hoc commands (package adhoc): every tool an
-// endpoint offers is a command whose form comes from its input schema,
-// run as a durable task; at the gateway JID, "Find agents" and the
-// admins' provisioning commands. The endpoint's commands feature depends
-// on the requester (only where it may run a command), so it is computed
-// per request (adhocEndpointFeatures); the gateway always offers "Find
-// agents". The command list and command nodes arrive through the disco
-// handlers (route.go).
-func adhocSurface() protocol {
-	return protocol{
-		gatewayIQ: map[iqKey]iqHandler{
-			{stanza.SetIQ, adhoc.Name}: gatewayCommand,
-		},
-		endpointIQ: map[iqKey]iqHandler{
-			{stanza.SetIQ, adhoc.Name}: endpointCommand,
-		},
-		gatewayFeatures: adhoc.GatewayFeatures,
-	}
-}
-
 // adhocService is the command surface of endpoints over this gateway's
 // store, directory and task service. Like apiService it holds no state.
 func (g *Gateway) adhocService() *adhoc.Service {

@@ -5,37 +5,7 @@ import (
 	"encoding/xml"
 
 	"agentgw/api"
-
-	"mellium.im/xmpp/stanza"
 )
-
-func init() {
-	surfaces = append(surfaces, agentAPI)
-	policyFeatures = append(policyFeatures, api.GatewayFeatures)
-}
-
-// agentAPI is the urn:xmpp:agent-api:0 surface (package api): manifest and
-// schema retrieval at endpoints, provisioning and self-registration at the
-// gateway. Tool collection and tool nodes arrive through the endpoint's
-// disco handlers (route.go). The gateway's #admin and #self-register
-// features depend on the policy and are added per request (policyFeatures).
-func agentAPI() protocol {
-	return protocol{
-		gatewayIQ: map[iqKey]iqHandler{
-			{stanza.SetIQ, api.NameRegister}:           provisioning((*api.Service).Register),
-			{stanza.SetIQ, api.NameActivate}:           provisioning((*api.Service).Activate),
-			{stanza.SetIQ, api.NameDeactivate}:         provisioning((*api.Service).Deactivate),
-			{stanza.GetIQ, api.NameRegistrationStatus}: apiHandler((*api.Service).RegistrationStatus),
-			{stanza.SetIQ, api.NameRemoveVersion}:      provisioning((*api.Service).RemoveVersion),
-			{stanza.SetIQ, api.NameRemoveEndpoint}:     provisioning((*api.Service).RemoveEndpoint),
-		},
-		endpointIQ: map[iqKey]iqHandler{
-			{stanza.GetIQ, api.NameManifestRequest}: apiHandler((*api.Service).ManifestRequest),
-			{stanza.GetIQ, api.NameSchemaRequest}:   apiHandler((*api.Service).SchemaRequest),
-		},
-		endpointFeatures: api.EndpointFeatures,
-	}
-}
 
 // apiService is the agent API over this gateway's store and directory. It
 // holds no state of its own (parsed manifests are cached by hash inside

@@ -8,44 +8,12 @@ import (
 
 	"agentgw/db"
 	"agentgw/metrics"
+	"agentgw/surface"
 	"agentgw/task"
 	"agentgw/taskd"
 
 	"mellium.im/xmpp/jid"
-	"mellium.im/xmpp/stanza"
 )
-
-func init() {
-	surfaces = append(surfaces, taskSurface)
-}
-
-// Payload names of the task protocol (urn:xmpp:agent-task:0).
-var (
-	nameInvoke       = xml.Name{Space: task.NS, Local: "invoke"}
-	nameTaskState    = xml.Name{Space: task.NS, Local: "task-state-request"}
-	nameTaskResult   = xml.Name{Space: task.NS, Local: "task-result-request"}
-	nameProvideInput = xml.Name{Space: task.NS, Local: "provide-input"}
-	nameCancel       = xml.Name{Space: task.NS, Local: "cancel"}
-)
-
-// taskSurface is the Task Execution profile (packages task and taskd) at
-// endpoint JIDs: invocation, recovery, input and cancellation. Its disco
-// features depend on the endpoint (only one with a runtime executes tasks,
-// and only the optional features its tools declare are advertised), so
-// they are computed per request: taskEndpointFeatures for the endpoint,
-// taskToolFeatures for its tool nodes. Without an attached service every
-// request gets <service-unavailable/>, like an unrouted one.
-func taskSurface() protocol {
-	return protocol{
-		endpointIQ: map[iqKey]iqHandler{
-			{stanza.SetIQ, nameInvoke}:       taskInvoke,
-			{stanza.GetIQ, nameTaskState}:    taskState,
-			{stanza.GetIQ, nameTaskResult}:   taskResult,
-			{stanza.SetIQ, nameProvideInput}: taskProvideInput,
-			{stanza.SetIQ, nameCancel}:       taskCancel,
-		},
-	}
-}
 
 // AttachTasks makes the gateway serve the task protocol with s. Call it
 // before Run; s.Options.Notify should be SendEvent and s.Options.Ready
@@ -94,52 +62,20 @@ func taskInvoke(g *Gateway, ctx context.Context, req *Request) (xml.TokenReader,
 	return &afterRead{r: adm.Accepted.TokenReader(), f: func() { close(written) }}, nil
 }
 
-func taskState(g *Gateway, ctx context.Context, req *Request) (xml.TokenReader, error) {
-	svc := g.tasks.Load()
-	if svc == nil {
-		return nil, errServiceUnavailable
+// taskCall adapts a caller operation of the task service (State, Result,
+// ProvideInput, Cancel) to the routing table.
+func taskCall[T interface{ TokenReader() xml.TokenReader }](op func(*taskd.Service, context.Context, surface.Request) (T, error)) iqHandler {
+	return func(g *Gateway, ctx context.Context, req *Request) (xml.TokenReader, error) {
+		svc := g.tasks.Load()
+		if svc == nil {
+			return nil, errServiceUnavailable
+		}
+		res, err := op(svc, ctx, *req)
+		if err != nil {
+			return nil, err
+		}
+		return res.TokenReader(), nil
 	}
-	st, err := svc.State(ctx, *req)
-	if err != nil {
-		return nil, err
-	}
-	return st.TokenReader(), nil
-}
-
-func taskResult(g *Gateway, ctx context.Context, req *Request) (xml.TokenReader, error) {
-	svc := g.tasks.Load()
-	if svc == nil {
-		return nil, errServiceUnavailable
-	}
-	res, err := svc.Result(ctx, *req)
-	if err != nil {
-		return nil, err
-	}
-	return res.TokenReader(), nil
-}
-
-func taskProvideInput(g *Gateway, ctx context.Context, req *Request) (xml.TokenReader, error) {
-	svc := g.tasks.Load()
-	if svc == nil {
-		return nil, errServiceUnavailable
-	}
-	acc, err := svc.ProvideInput(ctx, *req)
-	if err != nil {
-		return nil, err
-	}
-	return acc.TokenReader(), nil
-}
-
-func taskCancel(g *Gateway, ctx context.Context, req *Request) (xml.TokenReader, error) {
-	svc := g.tasks.Load()
-	if svc == nil {
-		return nil, errServiceUnavailable
-	}
-	acc, err := svc.Cancel(ctx, *req)
-	if err != nil {
-		return nil, err
-	}
-	return acc.TokenReader(), nil
 }
 
 // taskEndpointFeatures are the task features of an endpoint's disco#info

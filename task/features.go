@@ -2,6 +2,16 @@ package task
 
 import "agentgw/manifest"
 
+// The payloads of the IQs a task endpoint answers ("Task Execution"); the
+// gateway's surface list routes them.
+var (
+	NameInvoke       = name("invoke")
+	NameTaskState    = name("task-state-request")
+	NameTaskResult   = name("task-result-request")
+	NameProvideInput = name("provide-input")
+	NameCancel       = name("cancel")
+)
+
 // Implemented lists the optional task features this package implements,
 // for api.Service.TaskFeatures: a tool node may advertise each of them
 // when its tool declares it.
