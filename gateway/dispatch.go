@@ -5,6 +5,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"sort"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -29,6 +30,10 @@ type session struct {
 	jobs chan *Request
 	// presence is the stream's presence state (presence.go).
 	presence *presenceState
+	// out is the stream's connection and wmu orders whole stanzas on it
+	// (write.go).
+	out *traceConn
+	wmu sync.Mutex
 }
 
 func (s *session) touch()            { s.lastNS.Store(time.Now().UnixNano()) }
@@ -287,7 +292,7 @@ func (s *session) send(r xml.TokenReader) {
 		// past write deadline under the shutdown announcements.
 		return
 	}
-	if err := s.sess.Send(s.ctx, r); err != nil && s.ctx.Err() == nil {
+	if err := s.sendWhole(r); err != nil && s.ctx.Err() == nil {
 		s.g.log.Warn("send failed", "err", err)
 	}
 }

@@ -182,7 +182,7 @@ func (g *Gateway) sendStanza(r xml.TokenReader) error {
 	if s == nil || s.ctx.Err() != nil {
 		return ErrStreamLost
 	}
-	return s.sess.Send(s.ctx, r)
+	return s.sendWhole(r)
 }
 
 // WaitConnected blocks until a stream is up or ctx ends.

@@ -84,7 +84,7 @@ func (p *pendingIQs) send(ctx context.Context, s *session, iq stanza.IQ, payload
 	defer p.forget(iq.ID, w)
 
 	// The session's context, not ctx: see session.send.
-	if err := s.sess.Send(s.ctx, iq.Wrap(payload)); err != nil {
+	if err := s.sendWhole(iq.Wrap(payload)); err != nil {
 		return wire.Element{}, err
 	}
 	select {

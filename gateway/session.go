@@ -82,7 +82,7 @@ func (g *Gateway) connectAndServe(ctx context.Context) error {
 		return fmt.Errorf("component handshake: %w", err)
 	}
 	tc.start()
-	return g.serve(ctx, sess, conn)
+	return g.serve(ctx, sess, tc)
 }
 
 // serve runs the read loop and the keepalive on an established session and
@@ -91,6 +91,7 @@ func (g *Gateway) serve(ctx context.Context, sess *xmpp.Session, conn net.Conn) 
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s := &session{g: g, sess: sess, ctx: sctx, quickQ: make(chan func(), quickReplies), jobs: make(chan *Request)}
+	s.out, _ = conn.(*traceConn)
 	s.touch()
 	go s.quickSender()
 	for range warmWorkers {
