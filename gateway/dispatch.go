@@ -159,6 +159,9 @@ func (s *session) dispatchIQ(el wire.Element, tooLarge bool) {
 		s.reject(req, errResource)
 		return
 	}
+	if s.answerFromMemory(req) {
+		return
+	}
 	// A warm worker if one is idle: its stack has already grown to what a
 	// store-backed handler needs, which a fresh goroutine pays for on every
 	// request. Otherwise an extra goroutine, up to the worker bound.

@@ -142,7 +142,11 @@ func endpointDiscoInfo(g *Gateway, ctx context.Context, req *Request) (xml.Token
 	if err != nil {
 		return nil, err
 	}
-	return g.dir.EndpointInfo(v, features(g.endpointFeatures, g.taskEndpointFeatures(ctx, v))).TokenReader(), nil
+	tf, err := g.taskEndpointFeatures(ctx, v)
+	if err != nil {
+		return nil, err
+	}
+	return g.dir.EndpointInfo(v, features(g.endpointFeatures, tf)).TokenReader(), nil
 }
 
 func endpointDiscoItems(g *Gateway, ctx context.Context, req *Request) (xml.TokenReader, error) {

@@ -1,0 +1,84 @@
+package gateway_test
+
+import (
+	"fmt"
+	"testing"
+
+	"agentgw/gateway"
+	"agentgw/wire"
+)
+
+// TestHotReadsOnReadLoop: once the in-memory index is current, the hot
+// reads are answered on the read loop, and a hidden endpoint, a granted
+// but nonexistent one and an ungranted nonexistent one take that same
+// path and answer the same bytes. After a write the next read goes to a
+// worker (the index must be checked against the store), and answers the
+// same; reads that need the database (a vCard) always do.
+func TestHotReadsOnReadLoop(t *testing.T) {
+	e := start(t, "")
+	register(t, e.store, "a001", "Agent One", true)
+	register(t, e.store, "a005", "Agent Five", true)
+	info := `<query xmlns='http://jabber.org/protocol/disco#info'/>`
+	norm := func(el wire.Element) string {
+		el.Start.Attr = nil
+		return marshal(t, el)
+	}
+	// fast sends one request and reports whether the read loop answered it.
+	fast := func(from, to, typ, payload string) (wire.Element, bool) {
+		t.Helper()
+		before := gateway.FastAnswers()
+		el := e.srv.iq(from, to, typ, payload)
+		return el, gateway.FastAnswers() == before+1
+	}
+
+	// The first read after the registrations checks the store: a worker.
+	if _, ok := fast(alice, "a001@"+domain, "get", info); ok {
+		t.Error("the first read after a write was answered on the read loop")
+	}
+	var want string
+	for i, to := range []string{"a005", "hidden-no", "nobody"} {
+		el, ok := fast(carol, to+"@"+domain, "get", info)
+		if !ok {
+			t.Errorf("%s: not answered on the read loop", to)
+		}
+		if i == 0 {
+			want = norm(el)
+			golden(t, "endpoint-not-found", want)
+		} else if norm(el) != want {
+			t.Errorf("%s answers differently:\n%s\n%s", to, marshal(t, el), want)
+		}
+	}
+	for _, r := range []struct{ name, to, typ, payload string }{
+		{"visible endpoint", "a001@" + domain, "get", info},
+		{"gateway", domain, "get", info},
+		{"directory page", domain, "get", `<query xmlns='http://jabber.org/protocol/disco#items' node='urn:xmpp:agent-directory:0'/>`},
+		{"search", domain, "set", fmt.Sprintf(searchForm, "", nickField("agent"))},
+		{"empty search", domain, "set", fmt.Sprintf(searchForm, "", nickField(""))},
+		{"ping", "a001@" + domain, "get", `<ping xmlns='urn:xmpp:ping'/>`},
+	} {
+		el, ok := fast(carol, r.to, r.typ, r.payload)
+		if typ, _ := el.AttrValue("type"); typ != "result" {
+			t.Errorf("%s: %s", r.name, marshal(t, el))
+		}
+		if !ok {
+			t.Errorf("%s: not answered on the read loop", r.name)
+		}
+	}
+	if el, ok := fast(alice, "a001@"+domain, "get", `<vCard xmlns='vcard-temp'/>`); ok {
+		t.Error("a vCard, which reads the manifest, was answered on the read loop")
+	} else if typ, _ := el.AttrValue("type"); typ != "result" {
+		t.Errorf("vCard: %s", marshal(t, el))
+	}
+
+	// A write through the store: the next read checks, on a worker, and
+	// sees the change; the one after is back on the read loop.
+	register(t, e.store, "a006", "Agent Six", true)
+	if el, ok := fast(alice, "a006@"+domain, "get", info); ok {
+		t.Error("the first read after a write was answered on the read loop")
+	} else if typ, _ := el.AttrValue("type"); typ != "result" {
+		t.Errorf("new endpoint: %s", marshal(t, el))
+	}
+	if _, ok := fast(alice, "a006@"+domain, "get", info); !ok {
+		t.Error("the second read after a write was not answered on the read loop")
+	}
+}
