@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"agentgw/gateway"
+	"agentgw/manifest"
 	"agentgw/wire"
 )
 
@@ -80,5 +81,36 @@ func TestHotReadsOnReadLoop(t *testing.T) {
 	}
 	if _, ok := fast(alice, "a006@"+domain, "get", info); !ok {
 		t.Error("the second read after a write was not answered on the read loop")
+	}
+}
+
+// TestToolNodeOnReadLoop: a tool node's disco#info needs the parsed
+// manifest; once the cache of parsed manifests holds it, the tool node is
+// answered on the read loop, with the same bytes as from a worker.
+func TestToolNodeOnReadLoop(t *testing.T) {
+	e := startAPI(t)
+	provision(t, e.store, toolsV2, true)
+	req := `<query xmlns='http://jabber.org/protocol/disco#info' node='` + escape(manifest.ToolNode("2.0", "a")) + `'/>`
+	var first string
+	for i := range 3 {
+		before := gateway.FastAnswers()
+		el := e.srv.iq(alice, "tools@"+domain, "get", req)
+		onLoop := gateway.FastAnswers() == before+1
+		el.Start.Attr = nil
+		got := marshal(t, el)
+		switch i {
+		case 0:
+			first = got
+			if onLoop {
+				t.Error("the first tool node read was answered on the read loop")
+			}
+		default:
+			if got != first {
+				t.Errorf("read %d:\n%s\nwant %s", i, got, first)
+			}
+			if !onLoop {
+				t.Errorf("read %d of a parsed manifest's tool node went to a worker", i)
+			}
+		}
 	}
 }
