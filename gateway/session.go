@@ -9,7 +9,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
-	"runtime/debug"
 	"time"
 
 	"agentgw/metrics"
@@ -107,7 +106,7 @@ func (g *Gateway) serve(ctx context.Context, sess *xmpp.Session, conn net.Conn) 
 	done := make(chan error, 1)
 	go func() { done <- sess.Serve(s.handler()) }()
 	go s.keepalive(g.cfg.PingInterval, g.cfg.PingTimeout, conn)
-	go s.releaseWhenIdle(idleRelease, debug.FreeOSMemory)
+	go s.releaseWhenIdle(idleRelease, releaseMemory)
 
 	var err error
 	select {

@@ -181,6 +181,13 @@ func (e *Env) SetProsodyNagle(ctx context.Context, on bool) error {
 	return e.startProsodyLocked(ctx)
 }
 
+// ProsodyNagle reports whether Prosody runs with Nagle's algorithm on.
+func (e *Env) ProsodyNagle() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return !e.noNagle
+}
+
 // startProsodyLocked starts Prosody and waits until it listens on its c2s,
 // s2s and component ports. e.mu must be held.
 func (e *Env) startProsodyLocked(ctx context.Context) error {
