@@ -17,7 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"agentgw/db"
 	"agentgw/internal/harness"
+	"agentgw/manifest"
 )
 
 // bigManifestJID is an endpoint whose manifest, 24 tools with schemas,
@@ -75,33 +77,76 @@ func BenchmarkNagle(b *testing.B) {
 	for _, on := range []bool{true, false} {
 		b.Run(fmt.Sprintf("nagle=%v", on), func(b *testing.B) {
 			setNagle(b, on)
-			alice := login(b, "alice", harness.HomeDomain)
-			reqs := []struct {
-				name, typ, to, payload, want string
-				rtt                          []time.Duration
-				bytes                        int
-			}{
-				{name: "search100", typ: "set", to: harness.ComponentDomain, payload: search, want: "agent-099@"},
-				{name: "dir50", typ: "get", to: harness.ComponentDomain, payload: page, want: "<count>"},
-				{name: "manifest", typ: "get", to: bigManifestJID, payload: `<manifest-request xmlns='urn:xmpp:agent-api:0'/>`, want: "tool.23"},
-			}
-			for b.Loop() {
-				for i := range reqs {
-					r := &reqs[i]
-					t0 := time.Now()
-					raw, err := alice.IQ(ctx, r.typ, r.to, r.payload)
-					if err != nil || !strings.Contains(raw, r.want) {
-						b.Fatalf("%s: %v %.300s", r.name, err, raw)
-					}
-					r.rtt = append(r.rtt, time.Since(t0))
-					r.bytes = len(raw)
-				}
-			}
-			for _, r := range reqs {
-				b.ReportMetric(float64(p50(r.rtt).Microseconds()), r.name+"-p50-µs")
-				b.ReportMetric(float64(r.bytes), r.name+"-bytes")
-			}
+			largeAnswers(b, login(b, "alice", harness.HomeDomain), harness.ComponentDomain, bigManifestJID, "agent-099@", search, page)
 		})
+	}
+	// ejabberd listens with TCP_NODELAY on every listener (c2s and
+	// components) and has no such setting: the same answers from the
+	// gateway as ejabberd's component, to bob, for comparison.
+	b.Run("ejabberd", func(b *testing.B) {
+		const name = "ejgw-nagle"
+		path := filepath.Join(suite.dir, name, "agentgw.db")
+		seedBenchDB(b, path, harness.RemoteComponentDomain, 1000)
+		bigRemote := strings.Replace(bigManifestJID, harness.ComponentDomain, harness.RemoteComponentDomain, 1)
+		registerManifest(b, path, strings.ReplaceAll(bigManifest(), bigManifestJID, bigRemote), harness.RemoteComponentDomain)
+		startEjabberdGateway(b, name, "")
+		largeAnswers(b, login(b, "bob", harness.RemoteDomain), harness.RemoteComponentDomain, bigRemote, "bench-000099@", search, page)
+	})
+}
+
+// largeAnswers is BenchmarkNagle's loop: a 100-row search page, a 50-item
+// directory page and a manifest from c, p50s and sizes reported.
+func largeAnswers(b *testing.B, c interface {
+	IQ(context.Context, string, string, string) (string, error)
+}, gatewayJID, manifestJID, lastRow, search, page string) {
+	ctx := context.Background()
+	reqs := []struct {
+		name, typ, to, payload, want string
+		rtt                          []time.Duration
+		bytes                        int
+	}{
+		{name: "search100", typ: "set", to: gatewayJID, payload: search, want: lastRow},
+		{name: "dir50", typ: "get", to: gatewayJID, payload: page, want: "<count>"},
+		{name: "manifest", typ: "get", to: manifestJID, payload: `<manifest-request xmlns='urn:xmpp:agent-api:0'/>`, want: "tool.23"},
+	}
+	for b.Loop() {
+		for i := range reqs {
+			r := &reqs[i]
+			t0 := time.Now()
+			raw, err := c.IQ(ctx, r.typ, r.to, r.payload)
+			if err != nil || !strings.Contains(raw, r.want) {
+				b.Fatalf("%s: %v %.300s", r.name, err, raw)
+			}
+			r.rtt = append(r.rtt, time.Since(t0))
+			r.bytes = len(raw)
+		}
+	}
+	for _, r := range reqs {
+		b.ReportMetric(float64(p50(r.rtt).Microseconds()), r.name+"-p50-µs")
+		b.ReportMetric(float64(r.bytes), r.name+"-bytes")
+	}
+}
+
+// registerManifest registers and activates raw in the database at path,
+// unless it is there already.
+func registerManifest(b *testing.B, path, raw, domain string) {
+	b.Helper()
+	ctx := context.Background()
+	store, err := db.Open(ctx, path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer store.Close()
+	m, err := manifest.Parse([]byte(raw), manifest.Options{Domain: domain})
+	if err != nil {
+		b.Fatal(err)
+	}
+	v := db.Version{JID: m.JID, Version: m.Version, Hash: m.Hash, Canonical: m.Canonical, Name: m.Name, Title: m.Title}
+	if _, err := store.RegisterVersion(ctx, v, db.OriginAdmin); err != nil {
+		b.Fatal(err)
+	}
+	if err := store.Activate(ctx, m.JID, m.Version, nil); err != nil {
+		b.Fatal(err)
 	}
 }
 
