@@ -110,11 +110,16 @@ func (s *Store) snapshot(ctx context.Context) (*memIndex, error) {
 	return idx, nil
 }
 
-// summary is ActiveSummary from memory.
+// errNoActiveSummary is the memory path's not-found: made once, so that a
+// missing endpoint costs no allocation more than a present one does.
+var errNoActiveSummary = fmt.Errorf("db: no active version: %w", ErrNotFound)
+
+// summary is ActiveSummary from memory: one binary search, whether the
+// endpoint is there or not.
 func (idx *memIndex) summary(jid string) (Version, error) {
 	i, ok := slices.BinarySearch(idx.jids, jid)
 	if !ok {
-		return Version{}, fmt.Errorf("db: no active version of %s: %w", jid, ErrNotFound)
+		return Version{}, errNoActiveSummary
 	}
 	return idx.summaries[i], nil
 }
