@@ -1,9 +1,13 @@
 package gateway_test
 
 import (
+	"context"
+	"crypto/sha256"
 	"fmt"
+	"strings"
 	"testing"
 
+	"agentgw/db"
 	"agentgw/gateway"
 	"agentgw/manifest"
 	"agentgw/wire"
@@ -111,6 +115,35 @@ func TestToolNodeOnReadLoop(t *testing.T) {
 			if !onLoop {
 				t.Errorf("read %d of a parsed manifest's tool node went to a worker", i)
 			}
+		}
+	}
+}
+
+// TestEndpointInfoFollowsVersion: the built disco#info of an endpoint is
+// kept per version; activating another version answers with it at once.
+func TestEndpointInfoFollowsVersion(t *testing.T) {
+	e := start(t, "")
+	register(t, e.store, "a001", "Agent One", true)
+	info := `<query xmlns='http://jabber.org/protocol/disco#info'/>`
+	for range 2 {
+		if got := marshal(t, e.srv.iq(alice, "a001@"+domain, "get", info)); !strings.Contains(got, "Agent One") {
+			t.Fatalf("version 1.0: %s", got)
+		}
+	}
+	j := "a001@" + domain
+	canon := fmt.Sprintf(`{"agent":{"jid":%q,"name":"a001","title":"Agent Uno","version":"2.0"},"manifestSpecVersion":"0","tools":[]}`, j)
+	v := db.Version{JID: j, Version: "2.0", Hash: sha256.Sum256([]byte(canon)), Canonical: []byte(canon), Name: "a001", Title: "Agent Uno"}
+	ctx := context.Background()
+	if _, err := e.store.RegisterVersion(ctx, v, "admin"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.store.Activate(ctx, j, "2.0", nil); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		got := marshal(t, e.srv.iq(alice, j, "get", info))
+		if !strings.Contains(got, "Agent Uno") || strings.Contains(got, "Agent One") || !strings.Contains(got, "<value>2.0</value>") {
+			t.Fatalf("version 2.0: %s", got)
 		}
 	}
 }

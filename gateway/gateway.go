@@ -76,6 +76,9 @@ type Gateway struct {
 	// tasks runs the task protocol (route_task.go); nil until AttachTasks.
 	tasks atomic.Pointer[taskd.Service]
 
+	// infos holds built endpoint disco#info answers (infocache.go).
+	infos infoCache
+
 	gatewayIQ        map[iqKey]iqHandler
 	endpointIQ       map[iqKey]iqHandler
 	gatewayFeatures  []string

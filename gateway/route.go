@@ -146,7 +146,7 @@ func endpointDiscoInfo(g *Gateway, ctx context.Context, req *Request) (xml.Token
 	if err != nil {
 		return nil, err
 	}
-	return g.dir.EndpointInfo(v, features(g.endpointFeatures, tf)).TokenReader(), nil
+	return g.endpointInfo(v, tf), nil
 }
 
 func endpointDiscoItems(g *Gateway, ctx context.Context, req *Request) (xml.TokenReader, error) {
