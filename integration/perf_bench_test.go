@@ -242,6 +242,7 @@ func BenchmarkCeiling(b *testing.B) {
 	b.ReportMetric(pr, "prosody-IQ/s")
 	b.ReportMetric(gr, "gateway-IQ/s")
 	b.ReportMetric(gr/pr, "gateway/prosody")
+	b.ReportMetric(float64(flood.errors), "gateway-errors")
 }
 
 // flooder is a fake XEP-0114 server with one agentgw serve connected to
@@ -251,6 +252,9 @@ type flooder struct {
 	conn net.Conn
 	reqs [][]byte // one disco#info of each sender, ids to be appended
 	seq  int
+	// errors counts answers that were not endpoint info results (at most
+	// 1% of a run; a gateway refusing work answers resource-constraint).
+	errors int
 }
 
 // startFlooder starts agentgw serve on a database of n endpoints against a
@@ -349,8 +353,8 @@ func (f *flooder) accept(ln net.Listener, secret string) error {
 }
 
 // run sends n disco#info, at most inFlight unanswered at any time, spread
-// over the 64 senders, and returns how long the answers took. Every answer
-// must be an endpoint info result.
+// over the 64 senders, and returns how long the answers took. At most 1%
+// of the answers may be errors (f.errors counts them).
 func (f *flooder) run(n, inFlight int) (time.Duration, error) {
 	send := func(k int) error {
 		var buf bytes.Buffer
@@ -395,8 +399,9 @@ func (f *flooder) run(n, inFlight int) (time.Duration, error) {
 		}
 	}
 	d := time.Since(start)
-	if results < n {
-		return 0, fmt.Errorf("%d of %d answers were endpoint info results", results, n)
+	f.errors += n - results
+	if (n-results)*100 > n {
+		return 0, fmt.Errorf("only %d of %d answers were endpoint info results", results, n)
 	}
 	return d, nil
 }
