@@ -64,7 +64,13 @@ func (s *Service) Register(ctx context.Context, req Request) (xml.TokenReader, e
 	if err := CheckServable(m); err != nil {
 		return nil, manifestError(err)
 	}
-	if _, err := s.Store.RegisterVersion(ctx, versionOf(m), origin); err != nil {
+	// A self-registrant's versions are bounded (MaxSelfVersions); an
+	// identical re-registration always passes.
+	max := 0
+	if origin == db.OriginSelf {
+		max = s.MaxSelfVersions
+	}
+	if _, err := s.Store.RegisterVersionWithin(ctx, versionOf(m), origin, max); err != nil {
 		return nil, storeError(err)
 	}
 	return Registered{JID: m.JID, Version: m.Version, Hash: HashOf(m.Hash)}.TokenReader(), nil

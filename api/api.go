@@ -155,6 +155,10 @@ type Service struct {
 	// node advertises those its tool declares. Empty until the task layer
 	// exists: nothing may be advertised that is not implemented.
 	TaskFeatures []string
+	// MaxSelfVersions is the quota of manifest versions one
+	// self-registrant keeps ([quotas] versions_per_registrant); a new
+	// version past it is <resource-constraint/>. 0 is no quota.
+	MaxSelfVersions int
 }
 
 // Request is an IQ get or set as the handlers see it.
@@ -193,6 +197,8 @@ func storeError(err error) error {
 	case errors.Is(err, db.ErrConflict), errors.Is(err, db.ErrHashMismatch),
 		errors.Is(err, db.ErrActive), errors.Is(err, db.ErrRetained):
 		return ErrConflict
+	case errors.Is(err, db.ErrQuota):
+		return ErrResourceConstraint
 	}
 	return err
 }

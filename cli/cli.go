@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 )
 
@@ -28,6 +29,9 @@ commands:
                                           write a starter config, secret and database; print the server snippets
   version                                 version, commit, Go version and build settings
   check-config -config FILE               validate a configuration file
+  mcp -config FILE [-account JID] [-http ADDR]
+                                          the XMPP MCP Server: MCP over stdio (or HTTP at ADDR/mcp) as an account
+  backup -config FILE DEST                write a consistent copy of the database, also while serving
   manifest hash [-config FILE] FILE.json  validate a manifest; print JID VERSION sha-256 HASH
   endpoint register -config FILE [-activate] FILE.json|DIR...
                                           register manifests (a DIR: its *.json); a summary ends a bulk run
@@ -83,6 +87,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return serve(ctx, rest, stderr)
 	case "check-config":
 		return checkConfig(rest, stdout)
+	case "backup":
+		return backup(ctx, rest, stdout)
 	case "manifest":
 		if len(rest) == 0 || rest[0] != "hash" {
 			return fmt.Errorf("%w: manifest takes the subcommand hash", errUsage)
@@ -99,6 +105,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return initDir(ctx, rest, stdout)
 	case "version", "-version", "--version":
 		return printVersion(stdout)
+	case "mcp":
+		return runMCP(ctx, rest, os.Stdin, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

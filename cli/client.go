@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"encoding/xml"
 	"errors"
 	"flag"
 	"fmt"
@@ -13,9 +12,10 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"agentgw/agentclient"
 	"agentgw/client"
 	"agentgw/directory"
-	"agentgw/wire"
+	"agentgw/internal/secretfile"
 
 	"mellium.im/xmpp/jid"
 )
@@ -30,7 +30,9 @@ const clientUsage = "client -jid JID [-password-file F] [-server HOST:PORT] [-js
 // clientCmd is `agentgw client`: an XMPP C2S account speaking the protocol
 // as the client guide describes it.
 type clientCmd struct {
-	s      *session
+	s *session
+	// ac speaks the protocol over s.
+	ac     *agentclient.Client
 	stdout io.Writer
 	// stderr receives the diagnostics of ignored protocol messages.
 	stderr io.Writer
@@ -131,6 +133,7 @@ func runClientIO(ctx context.Context, args []string, cio clientIO) error {
 		hint += " -server " + *server
 	}
 	cmd := &clientCmd{s: s, stdout: cio.stdout, stderr: cio.stderr, json: *asJSON, stdin: cio.stdin, interactive: cio.interactive && !*asJSON, hint: hint}
+	cmd.ac = &agentclient.Client{Conn: s, Notice: cmd.notice}
 	return run(ctx, cmd, j)
 }
 
@@ -199,7 +202,8 @@ func endpointArg(s string) (jid.JID, error) {
 // never from the command line, where other users could read it.
 func readPassword(file string) (string, error) {
 	if file != "" {
-		b, err := os.ReadFile(file)
+		// A password file that group or others can read is refused.
+		b, err := secretfile.Read(file, 4096)
 		if err != nil {
 			return "", fmt.Errorf("client: password file: %w", err)
 		}
@@ -210,12 +214,6 @@ func readPassword(file string) (string, error) {
 		return pw, nil
 	}
 	return "", errors.New("client: no password: use -password-file or set AGENTGW_PASSWORD")
-}
-
-// query sends an IQ get and returns the result's payload, or an error that
-// names the stanza error condition.
-func (cmd *clientCmd) query(ctx context.Context, to, payload string) (wire.Element, error) {
-	return cmd.s.get(ctx, to, payload)
 }
 
 // emit writes one JSON object on its own line (-json output).
@@ -246,57 +244,31 @@ type endpointEntry struct {
 // from a name), then the directory, paged to the end. With direct set,
 // target is itself the only candidate: a known, possibly remote, gateway.
 func (cmd *clientCmd) discover(ctx context.Context, target string, direct bool) error {
-	candidates := []string{target}
-	if !direct {
-		items, err := cmd.query(ctx, target, `<query xmlns='http://jabber.org/protocol/disco#items'/>`)
+	var candidates []agentclient.Gateway
+	if direct {
+		info, err := cmd.ac.Info(ctx, target, "")
 		if err != nil {
 			return err
 		}
-		candidates = nil
-		for _, it := range items.Children() {
-			if j, ok := it.AttrValue("jid"); ok {
-				candidates = append(candidates, j)
-			}
+		if info.HasFeature(directory.NS) {
+			candidates = []agentclient.Gateway{{JID: target, Name: info.Name()}}
+		}
+	} else {
+		var err error
+		if candidates, err = cmd.ac.Gateways(ctx, target); err != nil {
+			return err
 		}
 	}
 	var out []gatewayListing
 	for _, cand := range candidates {
-		info, err := cmd.query(ctx, cand, `<query xmlns='http://jabber.org/protocol/disco#info'/>`)
-		if err != nil || !hasFeature(info, directory.NS) {
-			if direct && err != nil {
-				return err
-			}
-			continue
+		gl := gatewayListing{Gateway: cand.JID, Name: cand.Name}
+		items, count, err := cmd.ac.Directory(ctx, cand.JID)
+		if err != nil {
+			return err
 		}
-		gl := gatewayListing{Gateway: cand, Name: identityName(info)}
-		after := ""
-		for {
-			set := "<max>100</max>"
-			if after != "" {
-				set += "<after>" + xmlEscape(after) + "</after>"
-			}
-			page, err := cmd.query(ctx, cand, `<query xmlns='http://jabber.org/protocol/disco#items' node='`+directory.NS+`'><set xmlns='http://jabber.org/protocol/rsm'>`+set+`</set></query>`)
-			if err != nil {
-				return err
-			}
-			n := 0
-			for _, c := range page.Children() {
-				switch c.Start.Name.Local {
-				case "item":
-					j, _ := c.AttrValue("jid")
-					name, _ := c.AttrValue("name")
-					gl.Endpoints = append(gl.Endpoints, endpointEntry{JID: j, Name: name})
-					after = j
-					n++
-				case "set":
-					if cnt, ok := c.Child(xml.Name{Space: wire.NSRSM, Local: "count"}); ok {
-						fmt.Sscan(cnt.Text(), &gl.Count)
-					}
-				}
-			}
-			if n == 0 || len(gl.Endpoints) >= gl.Count {
-				break
-			}
+		gl.Count = count
+		for _, it := range items {
+			gl.Endpoints = append(gl.Endpoints, endpointEntry{JID: it.JID, Name: it.Name})
 		}
 		out = append(out, gl)
 	}
@@ -327,12 +299,12 @@ type endpointDescription struct {
 }
 
 func (cmd *clientCmd) describe(ctx context.Context, endpoint string) error {
-	info, err := cmd.query(ctx, endpoint, `<query xmlns='http://jabber.org/protocol/disco#info'/>`)
+	info, err := cmd.ac.Info(ctx, endpoint, "")
 	if err != nil {
 		return err
 	}
-	d := endpointDescription{JID: endpoint, Name: identityName(info), Features: features(info), Info: formValues(info)}
-	if !hasFeature(info, directory.NSEndpoint) {
+	d := endpointDescription{JID: endpoint, Name: info.Name(), Features: info.Features, Info: info.Values()}
+	if !info.HasFeature(directory.NSEndpoint) {
 		return fmt.Errorf("%s is not an agent endpoint", endpoint)
 	}
 	if cmd.json {
@@ -349,74 +321,4 @@ func (cmd *clientCmd) describe(ctx context.Context, endpoint string) error {
 		cmd.printf("    %s\n", safeText(f, 200))
 	}
 	return nil
-}
-
-// features lists the feature vars of a disco#info result.
-func features(info wire.Element) []string {
-	var out []string
-	for _, c := range info.Children() {
-		if v, ok := c.AttrValue("var"); ok && c.Start.Name.Local == "feature" {
-			out = append(out, v)
-		}
-	}
-	return out
-}
-
-// formValues returns the first value of each field of the XEP-0128 forms
-// of a disco#info result, FORM_TYPE excepted.
-func formValues(info wire.Element) map[string]string {
-	out := map[string]string{}
-	for _, c := range info.Children() {
-		if c.Start.Name != (xml.Name{Space: wire.NSData, Local: "x"}) {
-			continue
-		}
-		for _, f := range c.Children() {
-			v, _ := f.AttrValue("var")
-			if val, ok := f.Child(xml.Name{Space: wire.NSData, Local: "value"}); ok && v != "FORM_TYPE" {
-				out[v] = val.Text()
-			}
-		}
-	}
-	return out
-}
-
-func hasFeature(info wire.Element, feature string) bool {
-	for _, c := range info.Children() {
-		if v, _ := c.AttrValue("var"); c.Start.Name.Local == "feature" && v == feature {
-			return true
-		}
-	}
-	return false
-}
-
-// hasIdentity reports whether a disco#info result has the identity
-// category/type.
-func hasIdentity(info wire.Element, category, typ string) bool {
-	for _, c := range info.Children() {
-		if c.Start.Name.Local != "identity" {
-			continue
-		}
-		cat, _ := c.AttrValue("category")
-		t, _ := c.AttrValue("type")
-		if cat == category && t == typ {
-			return true
-		}
-	}
-	return false
-}
-
-func identityName(info wire.Element) string {
-	for _, c := range info.Children() {
-		if c.Start.Name.Local == "identity" {
-			n, _ := c.AttrValue("name")
-			return n
-		}
-	}
-	return ""
-}
-
-func xmlEscape(s string) string {
-	var b strings.Builder
-	xml.EscapeText(&b, []byte(s))
-	return b.String()
 }

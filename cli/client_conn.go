@@ -6,11 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"sync"
 	"time"
 
-	"agentgw/wire"
+	"agentgw/agentclient"
 
 	"mellium.im/xmpp/jid"
 )
@@ -19,13 +18,6 @@ import (
 const (
 	// loginTimeout bounds each login, first or after a lost session.
 	loginTimeout = 30 * time.Second
-	// iqTimeout bounds the wait for the answer to one IQ.
-	iqTimeout = 30 * time.Second
-	// invokeAttemptTimeout bounds one <invoke/> attempt; a lost
-	// acceptance is retried with the same request ID after it.
-	invokeAttemptTimeout = 15 * time.Second
-	// maxInvokeAttempts bounds the identical retries of one <invoke/>.
-	maxInvokeAttempts = 8
 	// retryBackoff is the first pause between retries; it doubles up to
 	// maxRetryBackoff.
 	retryBackoff    = 500 * time.Millisecond
@@ -54,65 +46,6 @@ type conn interface {
 
 // dialFunc logs in, once per call.
 type dialFunc func(ctx context.Context) (conn, error)
-
-// iqError is an XMPP stanza error answered to an IQ: the target (or a
-// server on the way) refused the request. Before acceptance it means no
-// task was created.
-type iqError struct {
-	// From is the JID that was asked.
-	From string
-	// Type is the error type (cancel, modify, auth, wait, continue).
-	Type string
-	// Condition is the defined condition, such as item-not-found.
-	Condition string
-	// Text is the optional human-readable text, untrusted.
-	Text string
-}
-
-func (e *iqError) Error() string {
-	msg := e.From + " answered " + e.Condition
-	if e.Condition == "item-not-found" {
-		// Nonexistent and unauthorized are the same answer on purpose;
-		// say nothing that would distinguish them.
-		return msg + " (it does not exist, or you are not allowed to use it)"
-	}
-	if e.Text != "" {
-		msg += ": " + safeText(e.Text, 200)
-	}
-	return msg
-}
-
-// temporary reports whether the same request may simply be sent again:
-// an error of type wait, such as remote-server-timeout when the gateway
-// is not connected.
-func (e *iqError) temporary() bool { return e.Type == "wait" }
-
-// parseIQError reads the <error/> of an error IQ.
-func parseIQError(from string, el wire.Element) *iqError {
-	e := &iqError{From: from, Type: "cancel", Condition: "undefined-condition"}
-	for _, c := range el.Children() {
-		if c.Start.Name.Local != "error" {
-			continue
-		}
-		if t, ok := c.AttrValue("type"); ok {
-			e.Type = t
-		}
-		for _, cond := range c.Children() {
-			if cond.Start.Name.Space != nsStanzas {
-				continue
-			}
-			if cond.Start.Name.Local == "text" {
-				e.Text = cond.Text()
-			} else {
-				e.Condition = cond.Start.Name.Local
-			}
-		}
-	}
-	return e
-}
-
-// nsStanzas is the namespace of stanza error conditions (RFC 6120).
-const nsStanzas = "urn:ietf:params:xml:ns:xmpp-stanzas"
 
 // session is the current XMPP session of a command, with what it needs to
 // log in again after losing it, and an optional trace of what it receives.
@@ -163,39 +96,19 @@ func (s *session) lost() bool {
 	}
 }
 
-// iq sends an IQ bounded by timeout and returns the payload of a result
-// (the zero Element if it has none). An error IQ is an *iqError; any other
-// error means the answer is unknown (timeout, lost session).
-func (s *session) iq(ctx context.Context, timeout time.Duration, typ, to, payload string) (wire.Element, error) {
+// IQ implements agentclient.Conn: it logs in again first when the
+// session was lost, and records the answer in the trace.
+func (s *session) IQ(ctx context.Context, typ, to, payload string) (string, error) {
 	if s.lost() {
 		if err := s.reconnect(ctx); err != nil {
-			return wire.Element{}, err
+			return "", err
 		}
 	}
-	ictx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	raw, err := s.c.IQ(ictx, typ, to, payload)
-	if err != nil {
-		return wire.Element{}, err
+	raw, err := s.c.IQ(ctx, typ, to, payload)
+	if err == nil {
+		s.record("iq", raw)
 	}
-	s.record("iq", raw)
-	el, err := wire.Parse(raw)
-	if err != nil {
-		return wire.Element{}, fmt.Errorf("answer from %s: %w", to, err)
-	}
-	if t, _ := el.AttrValue("type"); t == "error" {
-		return wire.Element{}, parseIQError(to, el)
-	}
-	kids := el.Children()
-	if len(kids) == 0 {
-		return wire.Element{}, nil
-	}
-	return kids[0], nil
-}
-
-// get is iq with type get and the default timeout.
-func (s *session) get(ctx context.Context, to, payload string) (wire.Element, error) {
-	return s.iq(ctx, iqTimeout, "get", to, payload)
+	return raw, err
 }
 
 // traceLine is one line of the -trace file.
@@ -221,35 +134,7 @@ func (s *session) record(kind, raw string) {
 }
 
 // sleep waits for d or until ctx ends; it reports whether d elapsed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
+func sleep(ctx context.Context, d time.Duration) bool { return agentclient.Sleep(ctx, d) }
 
-// safeText makes untrusted text fit for one line of a terminal: control
-// and format characters become U+FFFD, and it is cut at max runes.
-func safeText(s string, max int) string {
-	var b strings.Builder
-	n := 0
-	for _, r := range s {
-		if n == max {
-			b.WriteString("…")
-			break
-		}
-		n++
-		switch {
-		case r < 0x20, r == 0x7f, 0x80 <= r && r < 0xa0,
-			r == 0x200e, r == 0x200f, 0x202a <= r && r <= 0x202e, 0x2066 <= r && r <= 0x2069:
-			b.WriteRune('\uFFFD')
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
-}
+// safeText makes untrusted text fit for one line of a terminal.
+func safeText(s string, max int) string { return agentclient.SafeText(s, max) }

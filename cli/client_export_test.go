@@ -31,3 +31,6 @@ func RunClient(ctx context.Context, args []string, cio ClientIO) error {
 		dial: func(ctx context.Context) (conn, error) { return cio.Dial(ctx) },
 	})
 }
+
+// ReadPassword is readPassword, for the tests.
+var ReadPassword = readPassword

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"agentgw/agentclient"
 	"agentgw/task"
 )
 
@@ -135,7 +136,7 @@ func (cmd *clientCmd) printState(st task.TaskState) {
 		cmd.printf("  result available: %v\n", st.ResultAvailable)
 	}
 	if st.PendingInput != nil {
-		if in, err := parseInputRequest(st.PendingInput); err == nil {
+		if in, err := agentclient.ParseInputRequest(st.PendingInput); err == nil {
 			cmd.printf("  pending input %s: %s\n", in.RequestID, safeText(in.Question, 400))
 			cmd.printf("  answer schema: %s\n", safeText(string(in.Schema), 400))
 		}
@@ -174,7 +175,7 @@ func (cmd *clientCmd) printResult(r task.TaskResult) {
 	}
 	if json.Unmarshal(r.Payload, &p) != nil || p.Result == nil {
 		// A failure or a cancellation: the event summary says it all.
-		cmd.printf("  %s\n", eventSummary(terminalEventType(r.State), r.Payload))
+		cmd.printf("  %s\n", eventSummary(agentclient.TerminalEventType(r.State), r.Payload))
 		return
 	}
 	if p.Result.IsError {

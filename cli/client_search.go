@@ -6,19 +6,8 @@ import (
 	"fmt"
 	"text/tabwriter"
 
-	"agentgw/directory"
-	"agentgw/search"
-	"agentgw/wire"
-
 	"mellium.im/xmpp/jid"
 )
-
-// searchPageSize is the RSM page size search asks for; the gateway may cap
-// it lower.
-const searchPageSize = 50
-
-// maxSearchPages bounds the pages one search reads.
-const maxSearchPages = 1000
 
 // searchListing is what search prints.
 type searchListing struct {
@@ -53,18 +42,13 @@ func parseSearch(args []string) (clientRun, error) {
 // findGateway returns the first service of the account's server that
 // advertises the agent directory and XEP-0055 search.
 func (cmd *clientCmd) findGateway(ctx context.Context, domain string) (string, error) {
-	items, err := cmd.query(ctx, domain, `<query xmlns='http://jabber.org/protocol/disco#items'/>`)
+	gws, err := cmd.ac.Gateways(ctx, domain)
 	if err != nil {
 		return "", err
 	}
-	for _, it := range items.Children() {
-		cand, ok := it.AttrValue("jid")
-		if !ok {
-			continue
-		}
-		info, err := cmd.query(ctx, cand, `<query xmlns='http://jabber.org/protocol/disco#info'/>`)
-		if err == nil && hasFeature(info, directory.NS) && hasFeature(info, search.NS) {
-			return cand, nil
+	for _, g := range gws {
+		if g.Search {
+			return g.JID, nil
 		}
 	}
 	return "", fmt.Errorf("no agent gateway with search on %s (name one with -gateway)", domain)
@@ -74,35 +58,13 @@ func (cmd *clientCmd) findGateway(ctx context.Context, domain string) (string, e
 // endpoint) and reads the result pages to the end.
 func (cmd *clientCmd) search(ctx context.Context, gateway, text string) error {
 	out := searchListing{Gateway: gateway, Items: []endpointEntry{}}
-	var after *string
-	for page := 0; page < maxSearchPages; page++ {
-		max := searchPageSize
-		req := search.Request{Nick: text, RSM: &wire.RSMRequest{Max: &max, After: after}}
-		payload, err := wire.Marshal(req.TokenReader())
-		if err != nil {
-			return err
-		}
-		q, err := cmd.s.iq(ctx, iqTimeout, "set", gateway, payload)
-		if err != nil {
-			return err
-		}
-		res, err := search.ParseResult(q)
-		if err != nil {
-			return fmt.Errorf("search result from %s: %w", gateway, err)
-		}
-		for _, it := range res.Items {
-			out.Items = append(out.Items, endpointEntry{JID: it.JID, Name: it.Nick})
-		}
-		if res.Set == nil || len(res.Items) == 0 {
-			out.Count = len(out.Items)
-			break
-		}
-		out.Count = res.Set.Count
-		if len(out.Items) >= out.Count {
-			break
-		}
-		last := res.Set.Last
-		after = &last
+	items, count, err := cmd.ac.Search(ctx, gateway, text)
+	if err != nil {
+		return err
+	}
+	out.Count = count
+	for _, it := range items {
+		out.Items = append(out.Items, endpointEntry{JID: it.JID, Name: it.Nick})
 	}
 	if cmd.json {
 		return cmd.emit(out)

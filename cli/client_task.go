@@ -9,11 +9,12 @@ import (
 	"strconv"
 	"time"
 
+	"agentgw/agentclient"
 	"agentgw/manifest"
 	"agentgw/task"
-	"agentgw/wire"
 
 	"mellium.im/xmpp/jid"
+	"mellium.im/xmpp/stanza"
 )
 
 // Defaults of the call flags.
@@ -26,11 +27,6 @@ const (
 	defaultPoll = 15 * time.Second
 	// maxPoll caps the doubling of the poll interval.
 	maxPoll = 2 * time.Minute
-	// requestIDPrefix starts generated request IDs; 128 random bits follow.
-	requestIDPrefix = "req-"
-	// maxRevisionRetries bounds how often cancel and input retry after a
-	// stale expected-revision.
-	maxRevisionRetries = 5
 )
 
 // callOptions are the flags and arguments of `client call`.
@@ -116,18 +112,18 @@ func (cmd *clientCmd) call(ctx context.Context, o callOptions) error {
 	if o.version != "" || o.manifest != "" {
 		p, err = pinOutOfBand(o.endpoint, o.tool, o.version, o.hash, o.manifest)
 	} else {
-		p, err = cmd.pinRetrieved(ctx, o.endpoint, o.tool)
+		p, err = cmd.ac.Pin(ctx, o.endpoint, o.tool)
 	}
 	if err != nil {
 		return err
 	}
-	args, err := p.canonicalArgs(o.args)
+	args, err := p.CanonicalArgs([]byte(o.args))
 	if err != nil {
 		return err
 	}
 	reqID := o.requestID
 	if reqID == "" {
-		if reqID, err = task.NewID(nil, requestIDPrefix); err != nil {
+		if reqID, err = agentclient.NewRequestID(); err != nil {
 			return err
 		}
 	}
@@ -135,47 +131,27 @@ func (cmd *clientCmd) call(ctx context.Context, o callOptions) error {
 	if err != nil {
 		return err
 	}
-	inv := task.Invoke{
-		RequestID: reqID, Tool: o.tool, APIVersion: p.Version, ManifestHash: p.Hash,
-		Arguments: string(args), Deadline: deadline,
-	}
-	payload, err := wire.Marshal(inv.TokenReader())
-	if err != nil {
-		return err
-	}
+	inv := task.Invoke{RequestID: reqID, Tool: o.tool, Arguments: string(args), Deadline: deadline}
 	// Announce the request before sending it: if this process dies, the
 	// same request can be retried from these values.
 	req := outRequest{Kind: "request", Endpoint: o.endpoint.String(), Tool: o.tool, RequestID: reqID,
-		Version: p.Version, Hash: p.hashB64(), Pin: p.Source}
+		Version: p.Version, Hash: p.HashB64(), Pin: p.Source}
 	if !deadline.IsZero() {
 		req.Deadline = deadline.String()
 	}
 	if cmd.json {
 		cmd.emit(req)
 	} else {
-		cmd.printf("calling %s %s (version %s, sha-256 %s, pinned: %s)\n", o.endpoint, safeText(o.tool, 100), safeText(p.Version, 64), p.hashB64(), p.Source)
+		cmd.printf("calling %s %s (version %s, sha-256 %s, pinned: %s)\n", o.endpoint, safeText(o.tool, 100), safeText(p.Version, 64), p.HashB64(), p.Source)
 		cmd.printf("request %s", reqID)
 		if req.Deadline != "" {
 			cmd.printf(", deadline %s", req.Deadline)
 		}
 		cmd.printf("\n")
 	}
-	el, retried, err := cmd.setRetrying(ctx, o.endpoint.String(), payload, invokeAttemptTimeout, "request "+reqID)
+	acc, retried, err := cmd.ac.Invoke(ctx, p, inv)
 	if err != nil {
-		var ie *iqError
-		switch {
-		case errors.As(err, &ie) && !retried:
-			return fmt.Errorf("not accepted, no task was created: %w", err)
-		case errors.As(err, &ie):
-			// An earlier attempt whose answer was lost may have been
-			// admitted before the conditions changed.
-			return fmt.Errorf("the retried request %s was refused (an earlier attempt may have created a task): %w", reqID, err)
-		}
-		return fmt.Errorf("acceptance unknown: retry with -request-id %s: %w", reqID, err)
-	}
-	acc, err := task.ParseAccepted(el)
-	if err != nil || acc.RequestID != reqID || acc.Revision != 0 {
-		return fmt.Errorf("%s answered the invocation with something other than its acceptance (retry with -request-id %s)", o.endpoint, reqID)
+		return err
 	}
 	if cmd.json {
 		cmd.emit(outAccepted{Kind: "accepted", Endpoint: o.endpoint.String(), TaskID: acc.TaskID, RequestID: acc.RequestID,
@@ -194,94 +170,6 @@ func (cmd *clientCmd) call(ctx context.Context, o callOptions) error {
 	// of a task that moved on long ago, its events sent elsewhere: start
 	// from its state rather than wait for events.
 	return f.run(ctx, o.wait, o.poll, retried || o.requestID != "")
-}
-
-// setRetrying sends an IQ set and retries the IDENTICAL payload while the
-// answer is unknown (timeout, lost session: the target may have acted on
-// it) or the error is temporary (type wait: it did not reach the target
-// or the target asks to wait). Requests whose replay the target recognizes
-// (<invoke/> by request ID, <cancel/> and <provide-input/> by their replay
-// tuples) are safe to retry this way. Any other error answer is final.
-//
-// retried reports whether the request was sent more than once.
-func (cmd *clientCmd) setRetrying(ctx context.Context, to, payload string, timeout time.Duration, what string) (el wire.Element, retried bool, err error) {
-	backoff := retryBackoff
-	for attempt := 1; attempt <= maxInvokeAttempts; attempt++ {
-		el, err = cmd.s.iq(ctx, timeout, "set", to, payload)
-		if err == nil {
-			return el, attempt > 1, nil
-		}
-		var ie *iqError
-		if errors.As(err, &ie) && !ie.temporary() {
-			return wire.Element{}, attempt > 1, err
-		}
-		if ctx.Err() != nil {
-			return wire.Element{}, attempt > 1, ctx.Err()
-		}
-		if attempt < maxInvokeAttempts {
-			cmd.notice("", "no answer for %s (%v); sending the identical request again", what, err)
-			if !sleep(ctx, backoff) {
-				return wire.Element{}, true, ctx.Err()
-			}
-			backoff = min(2*backoff, maxRetryBackoff)
-		}
-	}
-	return wire.Element{}, true, err
-}
-
-// taskState asks for the state of a task (client guide, step 10).
-func (cmd *clientCmd) taskState(ctx context.Context, endpoint jid.JID, taskID string) (task.TaskState, error) {
-	payload, err := wire.Marshal(task.TaskStateRequest{TaskID: taskID}.TokenReader())
-	if err != nil {
-		return task.TaskState{}, err
-	}
-	el, err := cmd.s.get(ctx, endpoint.String(), payload)
-	if err != nil {
-		return task.TaskState{}, err
-	}
-	st, err := task.ParseTaskState(el)
-	if err != nil || st.TaskID != taskID || st.Endpoint != endpoint.String() {
-		return task.TaskState{}, fmt.Errorf("%s answered the state request with something else than the state of %s", endpoint, taskID)
-	}
-	if st.PendingInput != nil {
-		if _, err := parseInputRequest(st.PendingInput); err != nil {
-			return task.TaskState{}, fmt.Errorf("%s sent a pending input request that is not valid", endpoint)
-		}
-	}
-	return st, nil
-}
-
-// taskResult retrieves the terminal result of a task, checked against the
-// event schema of its terminal state.
-func (cmd *clientCmd) taskResult(ctx context.Context, endpoint jid.JID, taskID string) (task.TaskResult, error) {
-	payload, err := wire.Marshal(task.TaskResultRequest{TaskID: taskID}.TokenReader())
-	if err != nil {
-		return task.TaskResult{}, err
-	}
-	el, err := cmd.s.get(ctx, endpoint.String(), payload)
-	if err != nil {
-		return task.TaskResult{}, err
-	}
-	r, err := task.ParseTaskResult(el)
-	if err != nil || r.TaskID != taskID {
-		return task.TaskResult{}, fmt.Errorf("%s answered the result request with something else than the result of %s", endpoint, taskID)
-	}
-	if task.ValidatePayload(terminalEventType(r.State), r.Payload) != nil {
-		return task.TaskResult{}, fmt.Errorf("%s sent a result that does not satisfy the event schema", endpoint)
-	}
-	return r, nil
-}
-
-// terminalEventType is the event type whose payload a terminal state's
-// result carries.
-func terminalEventType(s task.State) task.EventType {
-	switch s {
-	case task.StateCompleted:
-		return task.EventCompleted
-	case task.StateFailed:
-		return task.EventFailed
-	}
-	return task.EventCancelled
 }
 
 // outcome turns a terminal result into the command's outcome: nil for a
@@ -308,7 +196,7 @@ func (cmd *clientCmd) stateCmd(ctx context.Context, endpoint jid.JID, taskID str
 	if !task.ValidID(taskID) {
 		return fmt.Errorf("%w: client state: %q is not a task ID", errUsage, taskID)
 	}
-	st, err := cmd.taskState(ctx, endpoint, taskID)
+	st, err := cmd.ac.TaskState(ctx, endpoint, taskID)
 	if err != nil {
 		return err
 	}
@@ -320,9 +208,8 @@ func (cmd *clientCmd) resultCmd(ctx context.Context, endpoint jid.JID, taskID st
 	if !task.ValidID(taskID) {
 		return fmt.Errorf("%w: client result: %q is not a task ID", errUsage, taskID)
 	}
-	r, err := cmd.taskResult(ctx, endpoint, taskID)
-	var ie *iqError
-	if errors.As(err, &ie) && ie.Condition == "unexpected-request" {
+	r, err := cmd.ac.TaskResult(ctx, endpoint, taskID)
+	if agentclient.Condition(err) == stanza.UnexpectedRequest {
 		return fmt.Errorf("task %s has not settled yet: see %s state %s %s", taskID, cmd.hint, endpoint, taskID)
 	}
 	if err != nil {
@@ -375,41 +262,19 @@ func parseCancel(args []string) (clientRun, error) {
 // explicit -revision, a <conflict/> (the revision moved: progress came in)
 // is retried at the new current revision.
 func (cmd *clientCmd) cancel(ctx context.Context, endpoint jid.JID, c task.Cancel, rev revisionFlag) error {
-	for attempt := 0; ; attempt++ {
-		if !rev.set {
-			st, err := cmd.taskState(ctx, endpoint, c.TaskID)
-			if err != nil {
-				return err
-			}
-			if st.State.Terminal() {
-				return fmt.Errorf("task %s has already settled: %s", c.TaskID, st.State)
-			}
-			c.ExpectedRevision = st.Revision
-		} else {
-			c.ExpectedRevision = rev.n
-		}
-		payload, err := wire.Marshal(c.TokenReader())
-		if err != nil {
-			return err
-		}
-		el, _, err := cmd.setRetrying(ctx, endpoint.String(), payload, iqTimeout, "the cancellation")
-		var ie *iqError
-		if errors.As(err, &ie) && ie.Condition == "conflict" && !rev.set && attempt < maxRevisionRetries {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		ack, err := task.ParseCancelAccepted(el)
-		if err != nil || ack.TaskID != c.TaskID {
-			return fmt.Errorf("%s answered the cancellation with something else than its acceptance", endpoint)
-		}
-		if cmd.json {
-			return cmd.emit(outAck{Kind: "cancel-accepted", TaskID: ack.TaskID, Revision: ack.Revision})
-		}
-		cmd.printf("cancellation of %s accepted at revision %d (advisory: the task may still complete)\n", ack.TaskID, ack.Revision)
-		return nil
+	expected := int64(-1)
+	if rev.set {
+		expected = rev.n
 	}
+	ack, err := cmd.ac.Cancel(ctx, endpoint, c, expected)
+	if err != nil {
+		return err
+	}
+	if cmd.json {
+		return cmd.emit(outAck{Kind: "cancel-accepted", TaskID: ack.TaskID, Revision: ack.Revision})
+	}
+	cmd.printf("cancellation of %s accepted at revision %d (advisory: the task may still complete)\n", ack.TaskID, ack.Revision)
+	return nil
 }
 
 func parseInput(args []string) (clientRun, error) {
@@ -437,83 +302,21 @@ func parseInput(args []string) (clientRun, error) {
 // An explicit -revision sends the answer even when it is not pending any
 // more: the identical answer is then a replay the target recognizes.
 func (cmd *clientCmd) input(ctx context.Context, endpoint jid.JID, taskID, requestID, answer string, rev revisionFlag) error {
-	canon, err := manifest.Canonicalize([]byte(answer), manifest.Limits{
-		MaxManifestBytes: task.DefaultMaxInputBytes, MaxStringBytes: task.DefaultMaxInputBytes,
-	})
+	canon, err := agentclient.CanonicalInput([]byte(answer))
 	if err != nil {
-		return fmt.Errorf("input: %w", err)
+		return err
 	}
-	for attempt := 0; ; attempt++ {
-		pi := task.ProvideInput{TaskID: taskID, RequestID: requestID, Input: string(canon), ExpectedRevision: rev.n}
-		if !rev.set {
-			st, err := cmd.taskState(ctx, endpoint, taskID)
-			if err != nil {
-				return err
-			}
-			in, err := parseInputRequest(st.PendingInput)
-			if st.PendingInput == nil || err != nil || in.RequestID != requestID {
-				return fmt.Errorf("task %s has no pending input request %s (state: %s)", taskID, requestID, st.State)
-			}
-			if err := in.validate(canon); err != nil {
-				return err
-			}
-			pi.ExpectedRevision = st.Revision
-		}
-		payload, err := wire.Marshal(pi.TokenReader())
-		if err != nil {
-			return err
-		}
-		el, _, err := cmd.setRetrying(ctx, endpoint.String(), payload, iqTimeout, "the input")
-		var ie *iqError
-		if errors.As(err, &ie) && ie.Condition == "conflict" && !rev.set && attempt < maxRevisionRetries {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		ack, err := task.ParseInputAccepted(el)
-		if err != nil || ack.TaskID != taskID {
-			return fmt.Errorf("%s answered the input with something else than its acceptance", endpoint)
-		}
-		if cmd.json {
-			return cmd.emit(outAck{Kind: "input-accepted", TaskID: ack.TaskID, Revision: ack.Revision})
-		}
-		cmd.printf("input for %s accepted at revision %d\n", ack.TaskID, ack.Revision)
-		return nil
+	expected := int64(-1)
+	if rev.set {
+		expected = rev.n
 	}
-}
-
-// inputRequest is the input_required object of an event or of
-// <pending-input/>.
-type inputRequest struct {
-	RequestID string          `json:"requestId"`
-	Question  string          `json:"question"`
-	Schema    json.RawMessage `json:"inputSchema"`
-	CreatedAt string          `json:"createdAt"`
-	ExpiresAt string          `json:"expiresAt,omitempty"`
-}
-
-// parseInputRequest validates an input_required object against the event
-// schema and reads it.
-func parseInputRequest(b []byte) (inputRequest, error) {
-	var in inputRequest
-	if err := task.ValidatePayload(task.EventInputRequired, b); err != nil {
-		return in, err
-	}
-	err := json.Unmarshal(b, &in)
-	return in, err
-}
-
-// validate checks a canonical answer against the request's schema. The
-// target validates authoritatively; this spares a round trip.
-func (in inputRequest) validate(canon []byte) error {
-	s, err := manifest.CompileSchema(in.Schema, false, manifest.Options{})
+	ack, err := cmd.ac.ProvideInput(ctx, endpoint, taskID, requestID, canon, expected)
 	if err != nil {
-		// A schema this client cannot compile is left to the target.
-		return nil
+		return err
 	}
-	if err := validateJSON(s, canon); err != nil {
-		return fmt.Errorf("the answer does not satisfy the requested schema: %w", err)
+	if cmd.json {
+		return cmd.emit(outAck{Kind: "input-accepted", TaskID: ack.TaskID, Revision: ack.Revision})
 	}
+	cmd.printf("input for %s accepted at revision %d\n", ack.TaskID, ack.Revision)
 	return nil
 }

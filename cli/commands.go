@@ -35,11 +35,11 @@ func checkConfig(args []string, stdout io.Writer) error {
 	if err := requireConfig("check-config", *path); err != nil {
 		return err
 	}
-	cfg, err := config.Load(*path)
+	desc, err := config.Check(*path)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "ok: %s\n", cfg)
+	fmt.Fprintf(stdout, "ok: %s\n", desc)
 	return nil
 }
 
@@ -413,13 +413,23 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	defer store.Close()
+	if err := store.Check(ctx); err != nil {
+		return err
+	}
+	// What a previous run that died left of its tools is killed before
+	// any runtime starts or task is recovered.
+	procs := taskd.NewProcessRecorder(store, log)
+	if err := procs.KillStale(ctx); err != nil {
+		log.Error("start: stale runtime processes", "err", err)
+	}
+	defer procs.Wait()
 	mctx, stopMetrics := context.WithCancel(ctx)
 	defer stopMetrics()
 	if err := startMetrics(mctx, cfg, store, log); err != nil {
 		return err
 	}
 	gw := gateway.New(cfg, store, log)
-	hosted, err := taskd.Runtimes(ctx, store, cfg.Endpoints, taskd.RuntimeOptions{Availability: gw.Availability(), Log: log})
+	hosted, err := taskd.Runtimes(ctx, store, cfg.Endpoints, taskd.RuntimeOptions{Availability: gw.Availability(), Log: log, Tracker: procs})
 	if err != nil {
 		return err
 	}
@@ -465,10 +475,14 @@ func startTasks(ctx context.Context, cfg *config.Config, store *db.Store, gw *ga
 		},
 		Runtimes:      hosted.Runtimes,
 		Notify:        gw.SendEvent,
+		Ready:         gw.WaitConnected,
 		Availability:  hosted.Availability(gw.Availability()),
 		MaxActive:     cfg.Tasks.MaxActive,
 		PurgeInterval: cfg.Tasks.PurgeInterval,
 		Log:           log,
+
+		MaxFinishedPerCaller: cfg.Quotas.FinishedTasksPerCaller,
+		MaxBytesPerCaller:    cfg.Quotas.StoredBytesPerCaller,
 	})
 	if err != nil {
 		return nil, err

@@ -35,9 +35,21 @@ const nsPing = "urn:xmpp:ping"
 type Option func(*config)
 
 type config struct {
-	tls       *tls.Config
-	directTLS bool
-	buffer    int
+	tls          *tls.Config
+	directTLS    bool
+	buffer       int
+	rosterPushes bool
+}
+
+// nsRoster is the RFC 6121 roster namespace.
+const nsRoster = "jabber:iq:roster"
+
+// WithRosterPushes makes the client answer RFC 6121 roster pushes (an IQ
+// set with a jabber:iq:roster query from the account itself or from no one)
+// with an empty result, and deliver each push on Incoming as the <iq/> XML
+// text. Without it, a push is answered service-unavailable.
+func WithRosterPushes() Option {
+	return func(c *config) { c.rosterPushes = true }
 }
 
 // WithTLSConfig makes Dial use STARTTLS with cfg even on loopback, where it
@@ -75,6 +87,9 @@ type Client struct {
 	// pending maps the ids of IQs sent by IQ to their waiters.
 	mu      sync.Mutex
 	pending map[string]chan string
+
+	// pushes is WithRosterPushes.
+	pushes bool
 }
 
 // writeTimeout bounds each write on the connection.
@@ -182,6 +197,7 @@ func Dial(ctx context.Context, addr string, j jid.JID, password string, opts ...
 		in:      make(chan string, cfg.buffer),
 		done:    make(chan struct{}),
 		pending: map[string]chan string{},
+		pushes:  cfg.rosterPushes,
 	}
 	go func() {
 		c.err = session.Serve(xmpp.HandlerFunc(c.handle))
@@ -268,6 +284,9 @@ func (c *Client) handle(t xmlstream.TokenReadEncoder, start *xml.StartElement) e
 			ch <- s
 			return nil
 		}
+		if iq.Type == stanza.SetIQ && c.pushes && (iq.From.String() == "" || iq.From.String() == c.JID().Bare().String()) {
+			return c.rosterPush(t, start, iq)
+		}
 		if iq.Type != stanza.GetIQ {
 			return nil
 		}
@@ -282,6 +301,39 @@ func (c *Client) handle(t xmlstream.TokenReadEncoder, start *xml.StartElement) e
 		}
 	}
 	return nil
+}
+
+// rosterPush answers and delivers a roster push (WithRosterPushes); any
+// other IQ set is left for mellium to refuse.
+func (c *Client) rosterPush(t xmlstream.TokenReadEncoder, start *xml.StartElement, iq stanza.IQ) error {
+	s, err := serializeElement(start, t)
+	if err != nil {
+		return err
+	}
+	toks, err := parseFragment(s)
+	if err != nil {
+		return nil
+	}
+	var child xml.Name
+	for _, tok := range toks[1:] {
+		if el, ok := tok.(xml.StartElement); ok {
+			child = el.Name
+			break
+		}
+	}
+	if child != (xml.Name{Space: nsRoster, Local: "query"}) {
+		iq.XMLName = xml.Name{Local: "iq"}
+		_, err := xmlstream.Copy(t, iq.Error(stanza.Error{Type: stanza.Cancel, Condition: stanza.ServiceUnavailable}))
+		return err
+	}
+	select {
+	case c.in <- s:
+	default:
+		c.dropped.Add(1)
+	}
+	iq.XMLName = xml.Name{Local: "iq"}
+	_, err = xmlstream.Copy(t, iq.Result(nil))
+	return err
 }
 
 // IQ sends an IQ of type typ ("get" or "set") to the JID to (empty: the

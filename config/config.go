@@ -20,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"agentgw/internal/secretfile"
 	"agentgw/policy"
 
 	"github.com/pelletier/go-toml/v2"
@@ -37,6 +38,11 @@ const (
 	// sender (bare JID): requests per second, and how many at once.
 	DefaultRateLimit = 100
 	DefaultRateBurst = 200
+	// DefaultDomainRateLimit and DefaultDomainRateBurst bound the stanzas
+	// of all senders of one domain together (domain_rate_limit,
+	// domain_rate_burst), so a thousand localparts are one budget.
+	DefaultDomainRateLimit = 500
+	DefaultDomainRateBurst = 1000
 	// maxSecretBytes bounds a secret file.
 	maxSecretBytes = 4096
 	// DefaultMaxActiveTasks bounds the tasks that are not terminal; past
@@ -56,9 +62,12 @@ type File struct {
 	Metrics   Metrics   `toml:"metrics"`
 	Policy    Policy    `toml:"policy"`
 	Tasks     Tasks     `toml:"tasks"`
+	Quotas    Quotas    `toml:"quotas"`
 	// Endpoints are the [[endpoint]] tables: hosted endpoints and the
 	// runtime that executes their tools.
 	Endpoints []EndpointFile `toml:"endpoint"`
+	// MCP is the [mcp] table of `agentgw mcp` (mcpserver.go).
+	MCP MCPServerFile `toml:"mcp"`
 }
 
 // Component is the [component] table: the XEP-0114 connection.
@@ -83,6 +92,8 @@ type Gateway struct {
 	RequestReplaySeconds int     `toml:"request_replay_seconds"`
 	RateLimit            float64 `toml:"rate_limit"`
 	RateBurst            int     `toml:"rate_burst"`
+	DomainRateLimit      float64 `toml:"domain_rate_limit"`
+	DomainRateBurst      int     `toml:"domain_rate_burst"`
 }
 
 // Database is the [database] table.
@@ -104,11 +115,23 @@ type Metrics struct {
 
 // Policy is the [policy] table.
 type Policy struct {
-	LocalDomains []string      `toml:"local_domains"`
-	Admins       []string      `toml:"admins"`
-	SelfRegister bool          `toml:"self_register"`
-	Visibility   []GrantFile   `toml:"visibility"`
-	Invoke       []InvokeGrant `toml:"invoke"`
+	LocalDomains []string       `toml:"local_domains"`
+	Admins       []string       `toml:"admins"`
+	SelfRegister bool           `toml:"self_register"`
+	Visibility   []GrantFile    `toml:"visibility"`
+	Invoke       []InvokeGrant  `toml:"invoke"`
+	Approve      []ApproveGrant `toml:"approve"`
+}
+
+// ApproveGrant is one [[policy.approve]] entry: it vouches, for its
+// principals, for the approval and the permissions that the named tools
+// declare (approvalRequired, requiredPermissions). It adds to an invoke
+// grant; it grants nothing by itself.
+type ApproveGrant struct {
+	Principals  []string `toml:"principals"`
+	Endpoints   []string `toml:"endpoints"`
+	Tools       []string `toml:"tools"`
+	Permissions []string `toml:"permissions"`
 }
 
 // GrantFile is one [[policy.visibility]] entry.
@@ -159,6 +182,8 @@ type EndpointFile struct {
 	Description        string            `toml:"description"`
 	DefaultTimeout     string            `toml:"default_timeout"`
 	MaxTimeout         string            `toml:"max_timeout"`
+	// Insecure allows a plain http:// url to a host that is not loopback.
+	Insecure bool `toml:"insecure"`
 }
 
 // Defaults returns the File that decoding starts from.
@@ -175,9 +200,12 @@ func Defaults() File {
 			RequestReplaySeconds: DefaultReplaySeconds,
 			RateLimit:            DefaultRateLimit,
 			RateBurst:            DefaultRateBurst,
+			DomainRateLimit:      DefaultDomainRateLimit,
+			DomainRateBurst:      DefaultDomainRateBurst,
 		},
 		Database: Database{Path: "agentgw.db"},
 		Log:      Log{Level: "info", Format: "text"},
+		Quotas:   defaultQuotas(),
 		Tasks: Tasks{
 			Retention:      "24h",
 			DefaultTimeout: "1h",
@@ -185,6 +213,7 @@ func Defaults() File {
 			MaxActive:      DefaultMaxActiveTasks,
 			PurgeInterval:  "1m",
 		},
+		MCP: mcpServerDefaults(),
 	}
 }
 
@@ -209,6 +238,8 @@ type Config struct {
 	RequestReplaySeconds int
 	RateLimit            float64
 	RateBurst            int
+	DomainRateLimit      float64
+	DomainRateBurst      int
 
 	DatabasePath string
 	LogLevel     string
@@ -222,8 +253,12 @@ type Config struct {
 	Policy *policy.Policy
 
 	// Tasks is the [tasks] table; Endpoints the [[endpoint]] tables.
-	Tasks     TaskLimits
+	Tasks TaskLimits
+	// Quotas is the [quotas] table (quotas.go).
+	Quotas    Quotas
 	Endpoints []Endpoint
+	// MCP is the [mcp] table, for `agentgw mcp` (LoadMCP).
+	MCP *MCPServer
 }
 
 // TaskLimits is the validated [tasks] table.
@@ -460,6 +495,13 @@ func (f File) Validate(dir, path string) (*Config, error) {
 	if c.RateBurst < 1 {
 		bad("gateway.rate_burst", "must be a positive integer")
 	}
+	c.DomainRateLimit, c.DomainRateBurst = f.Gateway.DomainRateLimit, f.Gateway.DomainRateBurst
+	if c.DomainRateLimit < 0 {
+		bad("gateway.domain_rate_limit", "must be 0 (no limit) or a positive number of requests per second")
+	}
+	if c.DomainRateBurst < 1 {
+		bad("gateway.domain_rate_burst", "must be a positive integer")
+	}
 
 	// [database]
 	if f.Database.Path == "" {
@@ -497,7 +539,9 @@ func (f File) Validate(dir, path string) (*Config, error) {
 
 	// [tasks] and [[endpoint]]
 	c.Tasks = f.Tasks.build(bad)
+	c.Quotas = f.Quotas.build(bad)
 	c.Endpoints = buildEndpoints(f.Endpoints, c.Domain.Domainpart(), dir, bad)
+	c.MCP = f.MCP.build(dir, false, bad)
 
 	if len(errs) > 0 {
 		return nil, errs
@@ -555,7 +599,33 @@ func (p Policy) build(domain string, bad func(key, format string, args ...any)) 
 		}
 		out.Invoke = append(out.Invoke, grant)
 	}
+	for i, g := range p.Approve {
+		key := fmt.Sprintf("policy.approve[%d]", i)
+		grant := buildGrant(key, g.Principals, g.Endpoints, endpointDomains, bad)
+		grant.Tools, grant.AllTools = grantList(key+".tools", g.Tools, true, bad)
+		grant.Permissions, grant.AllPermissions = grantList(key+".permissions", g.Permissions, false, bad)
+		out.Approve = append(out.Approve, grant)
+	}
 	return out
+}
+
+// grantList builds a list of names that may be "*" for all; an empty list
+// is an error when required.
+func grantList(key string, list []string, required bool, bad func(key, format string, args ...any)) (names []string, all bool) {
+	if required && len(list) == 0 {
+		bad(key, "required: list names, or \"*\" for all")
+	}
+	for k, t := range list {
+		switch {
+		case t == policy.Wildcard:
+			all = true
+		case t == "":
+			bad(fmt.Sprintf("%s[%d]", key, k), "must not be empty")
+		default:
+			names = append(names, t)
+		}
+	}
+	return names, all
 }
 
 // buildGrant builds one grant. Endpoint JIDs must lie under one of domains:
@@ -698,6 +768,7 @@ var runtimeKeys = []struct {
 	{"description", []string{RuntimeMCP}, func(e EndpointFile) bool { return e.Description != "" }},
 	{"default_timeout", []string{RuntimeMCP}, func(e EndpointFile) bool { return e.DefaultTimeout != "" }},
 	{"max_timeout", []string{RuntimeMCP}, func(e EndpointFile) bool { return e.MaxTimeout != "" }},
+	{"insecure", []string{RuntimeMCP}, func(e EndpointFile) bool { return e.Insecure }},
 }
 
 // foreignKeys reports every key set on an [[endpoint]] whose runtime does
@@ -772,7 +843,12 @@ func readSecret(path string) ([]byte, error) {
 	if info.Size() > maxSecretBytes {
 		return nil, fmt.Errorf("larger than %d bytes", maxSecretBytes)
 	}
-	b, err := os.ReadFile(path)
+	// A secret that group or others can read is refused, naming the
+	// file and its mode (internal/secretfile).
+	b, err := secretfile.Read(path, maxSecretBytes)
+	if errors.Is(err, secretfile.ErrExposed) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("cannot read: %w", errors.Unwrap(err))
 	}

@@ -3,7 +3,9 @@ package config
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -14,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"agentgw/internal/ident"
+	"agentgw/internal/secretfile"
 )
 
 // Bounds and fixed values of the keys of runtime "mcp", as package
@@ -56,7 +59,7 @@ func mcpEndpoint(key, dir string, in EndpointFile, out *Endpoint, bad func(key, 
 	case in.Command != nil:
 		mcpCommand(key, dir, in, out, bad)
 	default:
-		m.URL = mcpURL(key, in.URL, bad)
+		m.URL = mcpURL(key, in.URL, in.Insecure, bad)
 	}
 	if in.Dir != "" {
 		out.Dir = resolve(dir, in.Dir)
@@ -82,7 +85,7 @@ func mcpEndpoint(key, dir string, in EndpointFile, out *Endpoint, bad func(key, 
 		if m.EnvFiles == nil {
 			m.EnvFiles = map[string]string{}
 		}
-		m.EnvFiles[name] = readableFile(k, dir, in.EnvFiles[name], bad)
+		m.EnvFiles[name] = secretFile(k, dir, in.EnvFiles[name], bad)
 	}
 	for k, name := range in.EnvPass {
 		if !ident.EnvName(name) {
@@ -114,7 +117,7 @@ func mcpEndpoint(key, dir string, in EndpointFile, out *Endpoint, bad func(key, 
 		if m.HeaderFiles == nil {
 			m.HeaderFiles = map[string]string{}
 		}
-		m.HeaderFiles[h] = readableFile(k, dir, in.HeaderFiles[h], bad)
+		m.HeaderFiles[h] = secretFile(k, dir, in.HeaderFiles[h], bad)
 	}
 	if len(in.HeaderFiles) > 0 && stdio {
 		bad(key+".header_files", "only for a Streamable HTTP server (url)")
@@ -201,8 +204,10 @@ func notExecutable(path string) string {
 }
 
 // mcpURL checks a Streamable HTTP endpoint. Its text is never repeated in
-// an error: it might hold a credential.
-func mcpURL(key, raw string, bad func(key, format string, args ...any)) string {
+// an error: it might hold a credential. Plain http:// is refused to a host
+// that is not loopback (localhost or a loopback address), since every
+// request carries the header_files secrets, unless insecure is set.
+func mcpURL(key, raw string, insecure bool, bad func(key, format string, args ...any)) string {
 	k := key + ".url"
 	u, err := url.Parse(raw)
 	switch {
@@ -214,10 +219,21 @@ func mcpURL(key, raw string, bad func(key, format string, args ...any)) string {
 		bad(k, "must not hold userinfo: put credentials in header_files")
 	case u.Host == "":
 		bad(k, "has no host")
+	case u.Scheme == "http" && !insecure && !loopbackHost(u.Hostname()):
+		bad(k, "plain http to a host that is not loopback would send its headers in the clear: use https, or set insecure = true")
 	default:
 		return raw
 	}
 	return ""
+}
+
+// loopbackHost reports whether host is localhost or a loopback address.
+func loopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // readableFile resolves a credential file and checks that it can be
@@ -234,6 +250,19 @@ func readableFile(key, dir, p string, bad func(key, format string, args ...any))
 		return p
 	}
 	f.Close()
+	return p
+}
+
+// secretFile is readableFile for a file that holds a secret: it is also
+// refused if group or others can read it (internal/secretfile).
+func secretFile(key, dir, p string, bad func(key, format string, args ...any)) string {
+	p = readableFile(key, dir, p, bad)
+	if p == "" {
+		return ""
+	}
+	if err := secretfile.Check(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		bad(key, "%v", err)
+	}
 	return p
 }
 

@@ -18,6 +18,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -81,6 +83,9 @@ var (
 // Store is agentgw's database. It is safe for concurrent use, and several
 // Stores (in one or several processes) may share one file.
 type Store struct {
+	// path is the database file Open was given.
+	path string
+
 	// Now returns the current time. It defaults to time.Now and is read
 	// once at the start of each transaction, so everything one call writes
 	// carries the same instant. Set it before the Store is used.
@@ -110,6 +115,9 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if path == "" || strings.ContainsRune(path, '?') {
 		// modernc splits the DSN at the first '?'.
 		return nil, fmt.Errorf("db: open: invalid path %q", path)
+	}
+	if err := createPrivate(path); err != nil {
+		return nil, fmt.Errorf("db: open: %w", err)
 	}
 	writer, err := sql.Open("sqlite", path+"?"+writerDSN)
 	if err != nil {
@@ -155,6 +163,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		hot[q] = st
 	}
 	return &Store{
+		path:            path,
 		Now:             time.Now,
 		writer:          writer,
 		reader:          reader,
@@ -162,6 +171,9 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		hotReads:        hot,
 	}, nil
 }
+
+// Path returns the database file the store was opened on.
+func (s *Store) Path() string { return s.path }
 
 // Close closes the database. Calls in progress finish first.
 func (s *Store) Close() error {
@@ -243,4 +255,24 @@ func scanHash(b []byte) ([32]byte, error) {
 	}
 	copy(h[:], b)
 	return h, nil
+}
+
+// dbFileMode is the mode of a database the store creates. SQLite gives
+// the -wal and -shm files it creates the database file's mode, whatever
+// the umask, so they are private too: the database holds every caller's
+// arguments and results.
+const dbFileMode = 0o600
+
+// createPrivate creates the database file with dbFileMode if it does not
+// exist yet, so that SQLite never creates it with the umask's default. An
+// existing file is left as it is.
+func createPrivate(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, dbFileMode)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return f.Close()
 }

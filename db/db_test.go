@@ -157,6 +157,8 @@ var frozenSchemas = []struct {
 	{3, "testdata/schema-v3.sql"},
 	{4, "testdata/schema-v4.sql"},
 	{5, "testdata/schema-v5.sql"},
+	{6, "testdata/schema-v6.sql"},
+	{7, "testdata/schema-v7.sql"},
 }
 
 func TestOpenUpgradesFrozenSchemas(t *testing.T) {
@@ -241,19 +243,20 @@ func TestOpenRefusesNewerSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	execRaw(t, path, "PRAGMA user_version = 7")
+	newer := db.SchemaVersion() + 1
+	execRaw(t, path, fmt.Sprintf("PRAGMA user_version = %d", newer))
 
 	s, err = db.Open(ctx, path)
 	if err == nil {
 		s.Close()
 		t.Fatal("Open succeeded on a newer schema")
 	}
-	want := fmt.Sprintf("db: database schema version 7 is newer than this binary supports (%d)", db.SchemaVersion())
+	want := fmt.Sprintf("db: database schema version %d is newer than this binary supports (%d)", newer, db.SchemaVersion())
 	if err.Error() != want {
 		t.Errorf("Open: %q, want %q", err, want)
 	}
-	if got := userVersion(t, path); got != 7 {
-		t.Errorf("user_version after refused Open = %d, want 7", got)
+	if got := userVersion(t, path); got != newer {
+		t.Errorf("user_version after refused Open = %d, want %d", got, newer)
 	}
 }
 

@@ -51,6 +51,10 @@ var migrations = []string{
 	mcpImportMigration,
 	// 5 → 6: the search index's generation counter (search_mem.go).
 	searchGenerationMigration,
+	// 6 → 7: the process groups of runtime processes (process.go).
+	processMigration,
+	// 7 → 8: a caller's tasks, for its quotas (quota.go).
+	`CREATE INDEX task_caller ON task (caller);`,
 }
 
 // migrate brings the database behind writer to len(migrations). It holds the

@@ -222,6 +222,10 @@ CREATE TABLE task (
 -- restart scan of unsettled tasks reads the table once, at start.
 CREATE INDEX task_purge ON task (next_wake) WHERE terminal = 1;
 
+-- A caller's tasks, for its quotas (quota.go): finished tasks and stored
+-- bytes are counted over this index at each new admission.
+CREATE INDEX task_caller ON task (caller);
+
 -- Lifecycle events, one per revision after 0.
 CREATE TABLE task_event (
 	task_id  TEXT    NOT NULL REFERENCES task (id) ON DELETE CASCADE,
@@ -282,3 +286,15 @@ CREATE TRIGGER search_generation_delete AFTER DELETE ON search_text
 BEGIN
 	UPDATE search_generation SET n = n + 1 WHERE id = 1;
 END;
+
+-- Process groups of runtime processes (process.go): one row per exec tool or
+-- stdio MCP server group started and not yet known to have ended, so that a
+-- restart after a crash kills what the previous run left running.
+CREATE TABLE runtime_process (
+	pgid        INTEGER NOT NULL PRIMARY KEY CHECK (pgid > 0),
+	boot_id     TEXT    NOT NULL,
+	start_ticks INTEGER NOT NULL CHECK (start_ticks >= 0),
+	owner_pid   INTEGER NOT NULL,
+	owner_start INTEGER NOT NULL CHECK (owner_start >= 0),
+	recorded_at INTEGER NOT NULL
+) STRICT;

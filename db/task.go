@@ -375,7 +375,7 @@ func runHook(h func()) (panicked any) {
 func (c *GroupCommitter) runBatch(ctx context.Context, batch []*commitOp) error {
 	sqlTx, err := c.s.writer.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("db: group commit: begin: %w", err)
+		return fmt.Errorf("%w: begin: %w", ErrBatchFailed, err)
 	}
 	tx := newTxn(sqlTx, c.s.Now().UTC())
 	tx.hot = c.stmts
@@ -390,28 +390,28 @@ func (c *GroupCommitter) runBatch(ctx context.Context, batch []*commitOp) error 
 		}
 		op.hooks = tt.hooks
 		if err := tx.commit(); err != nil {
-			return fmt.Errorf("db: group commit: %w", err)
+			return fmt.Errorf("%w: %w", ErrBatchFailed, err)
 		}
 		return nil
 	}
 	for _, op := range batch {
 		if _, err := tx.exec(ctx, sqlSavepoint); err != nil {
-			return fmt.Errorf("db: group commit: savepoint: %w", err)
+			return fmt.Errorf("%w: savepoint: %w", ErrBatchFailed, err)
 		}
 		tt := &TaskTx{ctx: ctx, tx: tx}
 		if op.err = runClosure(op.fn, tt); op.err != nil {
 			if _, err := tx.exec(ctx, sqlRollback); err != nil {
-				return fmt.Errorf("db: group commit: roll back a closure: %w", err)
+				return fmt.Errorf("%w: roll back a closure: %w", ErrBatchFailed, err)
 			}
 		} else {
 			op.hooks = tt.hooks
 		}
 		if _, err := tx.exec(ctx, sqlRelease); err != nil {
-			return fmt.Errorf("db: group commit: release: %w", err)
+			return fmt.Errorf("%w: release: %w", ErrBatchFailed, err)
 		}
 	}
 	if err := tx.commit(); err != nil {
-		return fmt.Errorf("db: group commit: %w", err)
+		return fmt.Errorf("%w: %w", ErrBatchFailed, err)
 	}
 	return nil
 }

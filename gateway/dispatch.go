@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/xml"
 	"errors"
+	"fmt"
+	"io"
+	"net"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -23,7 +26,13 @@ type session struct {
 	g      *Gateway
 	sess   *xmpp.Session
 	ctx    context.Context
+	conn   net.Conn
 	lastNS atomic.Int64
+	// broken is closed, with brokenErr set, once a write has failed
+	// (session.write); the stream is then being dropped.
+	broken    chan struct{}
+	brokenErr error
+	breakOnce sync.Once
 	// quickQ feeds quickSender (see reject).
 	quickQ chan func()
 	// jobs feeds the warm workers (see dispatchIQ).
@@ -84,13 +93,18 @@ func (s *session) handler() xmpp.Handler {
 
 // stanzaAddrs parses the addressing of an inbound stanza. mellium blanks a
 // 'from' equal to our own domain, so an empty 'from' is the domain itself.
+// A stanza with no 'from' attribute at all is not ok: the server stamps
+// every stanza it routes to a component, so one without is not from
+// anyone we could authorize, answer or rate-limit.
 func (s *session) stanzaAddrs(start xml.StartElement) (from, to jid.JID, id, typ string, ok bool) {
+	sawFrom := false
 	for _, a := range start.Attr {
 		if a.Name.Space != "" {
 			continue
 		}
 		switch a.Name.Local {
 		case "from":
+			sawFrom = true
 			from, ok = parseJID(a.Value)
 			if !ok {
 				return
@@ -105,6 +119,9 @@ func (s *session) stanzaAddrs(start xml.StartElement) (from, to jid.JID, id, typ
 		case "type":
 			typ = a.Value
 		}
+	}
+	if !sawFrom {
+		return from, to, id, typ, false
 	}
 	if from.Equal(jid.JID{}) {
 		from = s.g.domain
@@ -155,7 +172,7 @@ func (s *session) dispatchIQ(el wire.Element, tooLarge bool) {
 		return
 	}
 	req.Payload = kids[0]
-	if !from.Equal(s.g.domain) && !s.g.limiter.allow(from.Bare().String(), time.Now()) {
+	if !s.g.allowSender(from, time.Now()) {
 		s.reject(req, errResource)
 		return
 	}
@@ -215,6 +232,12 @@ func (s *session) handle(req *Request) {
 		return
 	}
 	s.replyResult(req, payload)
+	if a, ok := payload.(*afterRead); ok {
+		// Written or not, the reply is done with: a reply whose write
+		// failed (the stream is being dropped) still releases what waits
+		// for it, such as the dispatch of an admitted task.
+		a.done()
+	}
 }
 
 // quickReplies bounds the replies the read loop hands off without a worker:
@@ -224,9 +247,14 @@ const quickReplies = 256
 
 // reject answers req with err without doing any work for it. The read loop
 // never writes itself; a full queue drops the reply.
+// Only the addressing and the payload's name are kept for the reply: the
+// queued closure must not hold a rejected request's payload (up to
+// maxStanzaBytes) while it waits.
 func (s *session) reject(req *Request, err error) {
 	metrics.IQ(req.Payload.Start.Name.Space, err, -1)
-	s.quick(func() { s.replyError(req, err) })
+	slim := &Request{ID: req.ID, Type: req.Type, From: req.From, To: req.To}
+	slim.Payload.Start.Name = req.Payload.Start.Name
+	s.quick(func() { s.replyError(slim, err) })
 }
 
 // quick queues a small write for the session's quick sender.
@@ -261,12 +289,24 @@ func (s *session) dispatchMessage(el wire.Element) {
 		// RFC 6121 §8.5.2: headlines to nobody are silently dropped.
 		return
 	}
+	if !s.g.allowSender(from, time.Now()) {
+		// Past the sender's or its domain's rate: no bounce.
+		return
+	}
 	msg := stanza.Message{ID: id, From: to, To: from, Type: stanza.ErrorMessage}
 	s.quick(func() { s.send(msg.Wrap(errServiceUnavailable.TokenReader())) })
 }
 
 // replyResult answers req from the JID it was addressed to.
+// A result over the wire size limit (wiresize.go) is answered
+// <resource-constraint/> instead.
 func (s *session) replyResult(req *Request, payload xml.TokenReader) {
+	payload, ok := boundPayload(payload)
+	if !ok {
+		s.g.log.Warn("reply over the stanza size limit refused", "to", req.To.String(), "payload", req.Payload.Start.Name.Space+" "+req.Payload.Start.Name.Local, "limit", wire.MaxStanzaBytes)
+		s.replyError(req, errResource)
+		return
+	}
 	iq := stanza.IQ{ID: req.ID, Type: stanza.ResultIQ, From: req.To, To: req.From}
 	s.send(iq.Wrap(payload))
 }
@@ -284,20 +324,92 @@ func (s *session) replyError(req *Request, err error) {
 	s.send(iq.Wrap(stanza.Error{Type: se.Type, Condition: se.Condition}.TokenReader()))
 }
 
-// send writes one stanza. Stalled writes are bounded by the connection's
-// per-write deadline (traceConn), not by a context: mellium arms a goroutine
-// per Send that, if the context ends as Send returns, can set a past write
-// deadline under the next Send and break the stream. So only the session's
-// own context, which ends with the stream, is ever passed.
+// send writes one stanza and forgets the outcome: a failed write has
+// already dropped the stream (write), and the request it answered is lost
+// with it, as on any stream loss.
 func (s *session) send(r xml.TokenReader) {
+	_ = s.write(r)
+}
+
+// write writes one stanza on the stream, from any goroutine. Any write
+// error that is not ours drops the stream: mellium's encoder keeps the first
+// error it meets (a write that timed out on a stalled server, for one), so
+// every later Send on this session would fail too, while the read loop and
+// its inbound traffic would keep the keepalive from ever noticing.
+// Dropping the connection ends Serve, fails every pending IQ and starts a
+// reconnect. The one error that is ours is a payload reader that fails
+// before anything was written: the stream is intact.
+//
+// Stalled writes are bounded by the connection's per-write deadline
+// (traceConn), not by a context: mellium arms a goroutine per Send that, if
+// the context ends as Send returns, can set a past write deadline under the
+// next Send and break the stream. So only the session's own context, which
+// ends with the stream, is ever passed.
+func (s *session) write(r xml.TokenReader) error {
 	if s.ctx.Err() != nil {
 		// The stream is closing. A Send with an ended context would set a
 		// past write deadline under the shutdown announcements.
-		return
+		return ErrStreamLost
 	}
-	if err := s.sendWhole(r); err != nil && s.ctx.Err() == nil {
-		s.g.log.Warn("send failed", "err", err)
+	select {
+	case <-s.broken:
+		return ErrStreamLost
+	default:
 	}
+	// Bounded to wire.MaxStanzaBytes after escaping (wiresize.go): a
+	// stanza over it is not sent at all, and the stream is intact.
+	r, err := boundStanza(r)
+	if err != nil {
+		return err
+	}
+	// The measured stanza is encoded once, by mellium, into the stream's
+	// stanza buffer and leaves in one write (sendWhole).
+	cr := &countingReader{r: r}
+	err = s.sendWhole(cr)
+	if err == nil {
+		return nil
+	}
+	if s.ctx.Err() != nil {
+		return ErrStreamLost
+	}
+	if cr.err != nil && cr.n == 0 {
+		return err
+	}
+	s.fail(err)
+	return err
+}
+
+// fail drops the stream after a write error: closing the connection ends
+// Serve, and serve cleans up as after any stream loss.
+func (s *session) fail(err error) {
+	s.breakOnce.Do(func() {
+		s.g.log.Warn("write failed; dropping the component stream", "err", err)
+		s.brokenErr = fmt.Errorf("write: %w", err)
+		close(s.broken)
+		// Not connected from now on, so that whoever waits for a stream
+		// (the task service's notifier) waits for the next one.
+		s.g.setConnected(false)
+		s.conn.Close()
+	})
+}
+
+// countingReader counts the tokens it hands out and keeps its reader's
+// error, so that write can tell a failing payload from a failing stream.
+type countingReader struct {
+	r   xml.TokenReader
+	n   int
+	err error
+}
+
+func (c *countingReader) Token() (xml.Token, error) {
+	tok, err := c.r.Token()
+	if err != nil && err != io.EOF {
+		c.err = err
+	}
+	if tok != nil {
+		c.n++
+	}
+	return tok, err
 }
 
 func sortStrings(s []string) { sort.Strings(s) }

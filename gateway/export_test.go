@@ -3,6 +3,8 @@ package gateway
 import (
 	"context"
 	"encoding/xml"
+	"net"
+	"time"
 
 	"agentgw/wire"
 
@@ -20,3 +22,15 @@ func (g *Gateway) SendIQ(ctx context.Context, iq stanza.IQ, payload xml.TokenRea
 
 // PendingIQs is the number of outgoing IQs awaiting an answer.
 func (g *Gateway) PendingIQs() int { return g.pending.Len() }
+
+// SetWriteTimeout shortens the per-write deadline of the streams g opens
+// from now on, and SetDialer replaces how they are dialed; call both before
+// Run.
+func (g *Gateway) SetWriteTimeout(d time.Duration) { g.writeTimeout = d }
+
+// SetDialer replaces how g dials its server.
+func (g *Gateway) SetDialer(dial func(context.Context) (net.Conn, error)) { g.dial = dial }
+
+// SetCommandWait sets how long an ad-hoc command waits for its task; 0
+// restores the default.
+func SetCommandWait(d time.Duration) { commandWait.Store(int64(d)) }

@@ -67,5 +67,9 @@ func (s *session) answerFromMemory(req *Request) (answered bool) {
 		return true
 	}
 	s.replyResult(req, payload)
+	if a, ok := payload.(*afterRead); ok {
+		// As in handle: written or not, the reply is done with.
+		a.done()
+	}
 	return true
 }

@@ -15,16 +15,19 @@ import (
 	"encoding/xml"
 	"errors"
 	"log/slog"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"agentgw/adhoc"
 	"agentgw/config"
 	"agentgw/db"
 	"agentgw/directory"
 	"agentgw/legacy"
 	"agentgw/policy"
 	"agentgw/taskd"
+	"agentgw/wire"
 
 	"mellium.im/xmpp/jid"
 )
@@ -39,7 +42,8 @@ const (
 	// IQ request is answered <resource-constraint/>.
 	maxStanzaTokens = 200_000
 	maxStanzaBytes  = 2 << 20
-	// replyTimeout bounds writing one reply to a stalled stream.
+	// replyTimeout bounds one write to a stalled stream; a write that
+	// times out drops the stream (session.write).
 	replyTimeout = 10 * time.Second
 	// maxPendingIQs bounds outgoing IQs awaiting an answer.
 	maxPendingIQs = 256
@@ -68,14 +72,23 @@ type Gateway struct {
 	workers chan struct{}
 	pending *pendingIQs
 	limiter *limiter
+	// domainLimiter is the per-domain budget (ratelimit.go).
+	domainLimiter *limiter
 
 	// avail is the runtime availability hook and presence the presence
 	// state of the live stream, nil between streams (presence.go).
 	avail    legacy.Availability
 	presence atomic.Pointer[presenceState]
 
+	// writeTimeout bounds one write on the stream (traceConn), and dial
+	// opens the transport; tests shorten the one and replace the other.
+	writeTimeout time.Duration
+	dial         func(context.Context) (net.Conn, error)
+
 	// tasks runs the task protocol (route_task.go); nil until AttachTasks.
 	tasks atomic.Pointer[taskd.Service]
+	// commands holds the gateway's ad-hoc command sessions (route_adhoc.go).
+	commands adhoc.Sessions
 
 	// infos holds built endpoint disco#info answers (infocache.go).
 	infos infoCache
@@ -98,14 +111,17 @@ func New(cfg *config.Config, store *db.Store, log *slog.Logger) *Gateway {
 		log = slog.New(slog.DiscardHandler)
 	}
 	g := &Gateway{
-		cfg:     cfg,
-		store:   store,
-		log:     log,
-		domain:  cfg.Domain,
-		workers: make(chan struct{}, maxWorkers),
-		pending: newPendingIQs(maxPendingIQs),
-		limiter: newLimiter(cfg.RateLimit, float64(cfg.RateBurst)),
-		notify:  make(chan struct{}),
+		cfg:           cfg,
+		store:         store,
+		log:           log,
+		domain:        cfg.Domain,
+		workers:       make(chan struct{}, maxWorkers),
+		pending:       newPendingIQs(maxPendingIQs),
+		limiter:       newLimiter(cfg.RateLimit, float64(cfg.RateBurst)),
+		domainLimiter: newLimiter(cfg.DomainRateLimit, float64(cfg.DomainRateBurst)),
+		notify:        make(chan struct{}),
+
+		writeTimeout: replyTimeout,
 		dir: &directory.Service{
 			Store:         store,
 			Name:          cfg.Name,
@@ -114,6 +130,7 @@ func New(cfg *config.Config, store *db.Store, log *slog.Logger) *Gateway {
 			ColdStart:     coldStartEndpoints(cfg.Endpoints),
 		},
 	}
+	g.dial = g.dialServer
 	g.policy.Store(cfg.Policy)
 	g.buildRoutes()
 	return g
@@ -177,16 +194,19 @@ func (g *Gateway) Connected() (bool, <-chan struct{}) {
 }
 
 // sendStanza writes one stanza on the live stream, from any goroutine, or
-// fails with ErrStreamLost when there is none. Like session.send it passes
-// only the session's own context.
+// fails with ErrStreamLost when there is none (session.write).
 func (g *Gateway) sendStanza(r xml.TokenReader) error {
 	g.pending.mu.Lock()
 	s := g.pending.sess
 	g.pending.mu.Unlock()
-	if s == nil || s.ctx.Err() != nil {
+	if s == nil {
 		return ErrStreamLost
 	}
-	return s.sendWhole(r)
+	err := s.write(r)
+	if isTooLarge(err) {
+		g.log.Error("stanza over the size limit not sent", "limit", wire.MaxStanzaBytes)
+	}
+	return err
 }
 
 // WaitConnected blocks until a stream is up or ctx ends.

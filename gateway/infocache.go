@@ -14,10 +14,11 @@ import (
 const maxCachedInfos = 4096
 
 // infoCache holds endpoint disco#info payloads, built once per endpoint
-// version (the hash says which content) and task feature list: the
-// answer is the same for every requester who may see the endpoint, and
-// building its token stream was a fifth of the gateway's work per
-// disco#info. It is consulted only after the visibility decision, so a
+// version (the hash says which content) and feature list: the task
+// features and the requester's command features (adhocEndpointFeatures),
+// which differ between requesters, so a requester who may run a command
+// and one who may not get different entries. Building its token stream
+// was a fifth of the gateway's work per disco#info. It is consulted only after the visibility decision, so a
 // hidden or nonexistent endpoint never reaches it.
 type infoCache struct {
 	mu sync.Mutex
@@ -30,7 +31,8 @@ type infoKey struct {
 }
 
 // endpointInfo is the disco#info payload of v, a visible endpoint, with
-// its task features tf.
+// the features tf (its task features and the requester's command
+// features).
 func (g *Gateway) endpointInfo(v db.Version, tf []string) xml.TokenReader {
 	key := infoKey{jid: v.JID, version: v.Version, features: strings.Join(tf, " "), hash: v.Hash}
 	c := &g.infos

@@ -231,6 +231,10 @@ func (s *session) dispatchPresence(el wire.Element) {
 	if from.Domainpart() == dom || to.Domainpart() != dom {
 		return
 	}
+	if !s.g.allowSender(from, time.Now()) {
+		// Past the sender's or its domain's rate (ratelimit.go).
+		return
+	}
 	s.presence.enqueue(inboundPresence{typ: stanza.PresenceType(typ), id: id, from: from, endpoint: to.Bare()})
 }
 
@@ -353,7 +357,17 @@ func (p *presenceState) handle(in inboundPresence) {
 	r := legacy.React(in.typ, st)
 	switch r.Store {
 	case legacy.StoreSubscribe:
-		_, err = g.store.Subscribe(ctx, ep, sub.String())
+		q := g.cfg.Quotas
+		_, err = g.store.SubscribeWithin(ctx, ep, sub.String(), q.SubscriptionsPerEndpoint, q.SubscriptionsTotal)
+		if errors.Is(err, db.ErrQuota) {
+			// Past [quotas] subscriptions_per_endpoint or
+			// subscriptions_total: a presence error, and nothing stored
+			// changes. The sender's server may ask again later.
+			g.log.Info("presence subscription refused: quota", "endpoint", ep)
+			pr := stanza.Presence{ID: in.id, From: in.endpoint, To: in.from, Type: stanza.ErrorPresence}
+			p.s.send(pr.Wrap(errResource.TokenReader()))
+			return
+		}
 	case legacy.StoreUnsubscribe:
 		_, err = g.store.Unsubscribe(ctx, ep, sub.String())
 	}

@@ -3,14 +3,22 @@ package gateway
 import (
 	"sync"
 	"time"
+
+	"mellium.im/xmpp/jid"
 )
 
-// Rate limits: every sender's bare JID has a token bucket for IQ requests,
-// as the ProtoXEP's §"Security Considerations" requires for enumeration,
-// search, schema retrieval and invocation. A request past the limit is
-// answered <resource-constraint/> without any work; hidden, visible and
-// nonexistent targets are limited alike.
-// The rate and burst come from [gateway] rate_limit and rate_burst.
+// Rate limits: every sender's bare JID has a token bucket, and so does its
+// domain, as the ProtoXEP's §"Security Considerations" requires for
+// enumeration, search, schema retrieval and invocation: a thousand
+// localparts of one domain share one domain budget. IQ requests, the
+// presence the gateway acts on (subscribe, unsubscribe, probe) and
+// messages all take a token. An IQ past either limit is answered
+// <resource-constraint/> without any work; presence and messages past it
+// are dropped unanswered (a bounce would be traffic we were asked not to
+// send). Hidden, visible and nonexistent targets are limited alike. The
+// gateway's own domain (its keepalive pings) is never limited.
+// The rates and bursts come from [gateway] rate_limit and rate_burst (per
+// bare JID) and domain_rate_limit and domain_rate_burst (per domain).
 const (
 	// bucketIdle is how long an untouched bucket is kept.
 	bucketIdle = time.Minute
@@ -65,4 +73,17 @@ func (l *limiter) allow(key string, now time.Time) bool {
 	}
 	b.tokens--
 	return true
+}
+
+// allowSender takes a token for a stanza from 'from' at now: first from
+// its bare JID's bucket, then from its domain's. A sender over its own
+// limit does not spend its domain's budget.
+func (g *Gateway) allowSender(from jid.JID, now time.Time) bool {
+	if from.Equal(g.domain) {
+		return true
+	}
+	if !g.limiter.allow(from.Bare().String(), now) {
+		return false
+	}
+	return g.domainLimiter.allow(from.Domainpart(), now)
 }

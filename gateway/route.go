@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/xml"
 
+	"agentgw/adhoc"
 	"agentgw/directory"
 	"agentgw/ping"
 	"agentgw/policy"
@@ -109,6 +110,9 @@ func coreDirectory() surface {
 
 func gatewayDiscoInfo(g *Gateway, _ context.Context, req *Request) (xml.TokenReader, error) {
 	node, _ := req.Payload.AttrValue("node")
+	if adhoc.IsGatewayNode(node) {
+		return gatewayCommandInfo(g, req, node)
+	}
 	lists := [][]string{g.gatewayFeatures}
 	for _, f := range policyFeatures {
 		lists = append(lists, f(g.Policy()))
@@ -122,6 +126,9 @@ func gatewayDiscoInfo(g *Gateway, _ context.Context, req *Request) (xml.TokenRea
 
 func gatewayDiscoItems(g *Gateway, ctx context.Context, req *Request) (xml.TokenReader, error) {
 	node, _ := req.Payload.AttrValue("node")
+	if adhoc.IsGatewayNode(node) {
+		return gatewayCommandItems(g, req, node)
+	}
 	items, err := g.dir.Items(ctx, g.Policy(), req.From, node, req.Payload)
 	if err != nil {
 		return nil, err
@@ -136,6 +143,9 @@ func gatewayDiscoItems(g *Gateway, ctx context.Context, req *Request) (xml.Token
 // whatever the node.
 func endpointDiscoInfo(g *Gateway, ctx context.Context, req *Request) (xml.TokenReader, error) {
 	if node, _ := req.Payload.AttrValue("node"); node != "" {
+		if adhoc.IsCommandNode(node) {
+			return adhocNodeInfo(g, ctx, req, node)
+		}
 		return endpointNodeInfo(g, ctx, req, node)
 	}
 	v, err := g.dir.EndpointSummary(ctx, g.Policy(), req.From, req.To)
@@ -146,11 +156,20 @@ func endpointDiscoInfo(g *Gateway, ctx context.Context, req *Request) (xml.Token
 	if err != nil {
 		return nil, err
 	}
-	return g.endpointInfo(v, tf), nil
+	// The command features depend on the requester: they are part of the
+	// info cache's key, beside the task features (infocache.go).
+	af, err := g.adhocEndpointFeatures(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return g.endpointInfo(v, features(tf, af)), nil
 }
 
 func endpointDiscoItems(g *Gateway, ctx context.Context, req *Request) (xml.TokenReader, error) {
 	if node, _ := req.Payload.AttrValue("node"); node != "" {
+		if adhoc.IsCommandNode(node) {
+			return adhocNodeItems(g, ctx, req, node)
+		}
 		return endpointNodeItems(g, ctx, req, node)
 	}
 	if _, err := g.dir.EndpointSummary(ctx, g.Policy(), req.From, req.To); err != nil {

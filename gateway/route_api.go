@@ -47,7 +47,8 @@ func (g *Gateway) apiService() *api.Service {
 		Domain: g.domain,
 		// The hook for the task layer: the task features it implements,
 		// set per endpoint by endpointNodeInfo (route_task.go).
-		TaskFeatures: nil,
+		TaskFeatures:    nil,
+		MaxSelfVersions: g.cfg.Quotas.VersionsPerRegistrant,
 	}
 }
 

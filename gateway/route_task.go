@@ -49,16 +49,18 @@ func taskSurface() surface {
 }
 
 // AttachTasks makes the gateway serve the task protocol with s. Call it
-// before Run; s.Options.Notify should be SendEvent.
+// before Run; s.Options.Notify should be SendEvent and s.Options.Ready
+// WaitConnected.
 func (g *Gateway) AttachTasks(s *taskd.Service) {
 	g.tasks.Store(s)
 }
 
 // SendEvent sends a lifecycle event notification: a normal message from
 // the endpoint to the invoking route, with the <event/> as its only child
-// (task.Event.Message). It fails with ErrStreamLost when no stream is up;
-// events are best-effort, and task-state recovers them. It is the
-// taskd.Options.Notify of a gateway.
+// (task.Event.Message). It fails with ErrStreamLost when no stream is up.
+// It is the taskd.Options.Notify of a gateway, and WaitConnected its Ready:
+// the task service then holds events until a stream is up, and sends a
+// failed one again on the next stream.
 func (g *Gateway) SendEvent(from, to jid.JID, ev task.Event) error {
 	return g.sendStanza(ev.Message(from, to))
 }
@@ -79,8 +81,9 @@ func taskInvoke(g *Gateway, ctx context.Context, req *Request) (xml.TokenReader,
 	// Dispatch once the <accepted/> has been written: the caller then sees
 	// it before any event of the task. The reply is encoded while the
 	// session's write lock is held, so no event can overtake it once its
-	// payload has been read. If the stream ends first, dispatch anyway:
-	// the task is admitted, and task-state will show its progress.
+	// payload has been read. If it cannot be written (the write failed, or
+	// the stream ended first), dispatch anyway: the task is admitted, and
+	// a replay of the invocation or task-state will show its progress.
 	written := make(chan struct{})
 	go func() {
 		select {
@@ -172,7 +175,8 @@ func (g *Gateway) taskToolFeatures(endpoint jid.JID) []string {
 	return svc.ToolFeatures(endpoint.Bare().String())
 }
 
-// afterRead is a token reader that calls f once r is exhausted.
+// afterRead is a token reader that calls f once r is exhausted, or when
+// done is called, whichever comes first, and only once.
 type afterRead struct {
 	r    xml.TokenReader
 	f    func()
@@ -182,7 +186,10 @@ type afterRead struct {
 func (a *afterRead) Token() (xml.Token, error) {
 	tok, err := a.r.Token()
 	if err == io.EOF {
-		a.once.Do(a.f)
+		a.done()
 	}
 	return tok, err
 }
+
+// done calls f unless it has been called.
+func (a *afterRead) done() { a.once.Do(a.f) }

@@ -69,7 +69,7 @@ func (g *Gateway) connectAndServe(ctx context.Context) error {
 	// context that ends when it returns: mellium arms a goroutine on the
 	// context that, racing with its own cleanup, can set a past deadline on
 	// the live connection (see session.send).
-	tc := &traceConn{Conn: conn, log: g.log, enabled: g.cfg.DebugXML}
+	tc := &traceConn{Conn: conn, log: g.log, enabled: g.cfg.DebugXML, timeout: g.writeTimeout}
 	_ = conn.SetDeadline(time.Now().Add(handshakeTimeout))
 	sess, err := component.NewSession(ctx, g.domain, g.cfg.Secret, tc)
 	_ = conn.SetDeadline(time.Time{})
@@ -89,7 +89,8 @@ func (g *Gateway) connectAndServe(ctx context.Context) error {
 func (g *Gateway) serve(ctx context.Context, sess *xmpp.Session, conn net.Conn) error {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	s := &session{g: g, sess: sess, ctx: sctx, quickQ: make(chan func(), quickReplies), jobs: make(chan *Request)}
+	s := &session{g: g, sess: sess, ctx: sctx, conn: conn, broken: make(chan struct{}),
+		quickQ: make(chan func(), quickReplies), jobs: make(chan *Request)}
 	s.out, _ = conn.(*traceConn)
 	s.touch()
 	go s.quickSender()
@@ -111,6 +112,10 @@ func (g *Gateway) serve(ctx context.Context, sess *xmpp.Session, conn net.Conn) 
 	var err error
 	select {
 	case err = <-done:
+	case <-s.broken:
+		// A write failed (session.write) and closed the connection; Serve
+		// ends on its own, but nothing more is waited for.
+		err = s.brokenErr
 	case <-ctx.Done():
 		// Orderly shutdown: tell subscribers the endpoints are going away
 		// (bounded in time), close our stream, then give the server a
@@ -132,10 +137,10 @@ func (g *Gateway) serve(ctx context.Context, sess *xmpp.Session, conn net.Conn) 
 	return err
 }
 
-// dial opens the transport: plain TCP to loopback (config validation refuses
+// dialServer opens the transport: plain TCP to loopback (config validation refuses
 // anything else unless insecure_plaintext is set), or direct TLS with
 // certificate verification.
-func (g *Gateway) dial(ctx context.Context) (net.Conn, error) {
+func (g *Gateway) dialServer(ctx context.Context) (net.Conn, error) {
 	d := &net.Dialer{KeepAlive: 30 * time.Second}
 	if !g.cfg.TLS {
 		conn, err := d.DialContext(ctx, "tcp", g.cfg.Server)

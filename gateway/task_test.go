@@ -52,7 +52,13 @@ runtime = "builtin"
 
 func startTasks(t *testing.T) *taskEnv {
 	t.Helper()
-	srv := newFakeServer(t)
+	return startTasksOn(t, newFakeServer(t), nil)
+}
+
+// startTasksOn is startTasks against srv, with setup applied to the
+// gateway before it runs.
+func startTasksOn(t *testing.T, srv *fakeServer, setup func(*gateway.Gateway)) *taskEnv {
+	t.Helper()
 	cfg := testConfig(t, srv.ln.Addr().String(), taskConfig)
 	clock := testclock.New(taskT0)
 	store, err := db.Open(context.Background(), filepath.Join(t.TempDir(), "gw.db"))
@@ -79,6 +85,7 @@ func startTasks(t *testing.T) *taskEnv {
 			return ch
 		}})},
 		Notify:       gw.SendEvent,
+		Ready:        gw.WaitConnected,
 		Availability: gw.Availability(),
 		Clock:        clock,
 	})
@@ -91,6 +98,9 @@ func startTasks(t *testing.T) *taskEnv {
 		t.Fatal(err)
 	}
 	te.svc = svc
+	if setup != nil {
+		setup(gw)
+	}
 
 	rctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)

@@ -19,8 +19,9 @@ import (
 const stanzaBuffer = 64 << 10
 
 // traceConn is the component stream's connection. Every write gets its own
-// deadline (replyTimeout), so a stalled server cannot block senders forever;
-// a write that times out breaks the stream, which then reconnects.
+// deadline (timeout, replyTimeout unless a test shortens it), so a stalled
+// server cannot block senders forever; a write that times out breaks the
+// stream (session.write), which then reconnects.
 //
 // mellium's encoder writes in 4 KiB pieces, so a 27 KB search result would
 // leave as seven writes and seven TCP segments. Between hold and flush
@@ -34,6 +35,7 @@ type traceConn struct {
 	net.Conn
 	log     *slog.Logger
 	enabled bool
+	timeout time.Duration
 	on      atomic.Bool
 
 	// mu orders every write to Conn; held and buf are under it.
@@ -66,7 +68,7 @@ func (c *traceConn) Write(b []byte) (int, error) {
 
 // writeNow writes b under its own deadline; c.mu is held.
 func (c *traceConn) writeNow(b []byte) (int, error) {
-	if err := c.Conn.SetWriteDeadline(time.Now().Add(replyTimeout)); err != nil {
+	if err := c.Conn.SetWriteDeadline(time.Now().Add(c.timeout)); err != nil {
 		return 0, err
 	}
 	return c.Conn.Write(b)

@@ -99,7 +99,7 @@ func TestStanzaLeavesInOneWrite(t *testing.T) {
 	}
 	defer raw.Close()
 	cc := &countingConn{Conn: raw}
-	tc := &traceConn{Conn: cc, log: slog.New(slog.DiscardHandler)}
+	tc := &traceConn{Conn: cc, log: slog.New(slog.DiscardHandler), timeout: replyTimeout}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	domain := jid.MustParse("agents.example")
@@ -141,5 +141,16 @@ func TestStanzaLeavesInOneWrite(t *testing.T) {
 	}
 	if writes, _ := cc.take(); writes != 1 {
 		t.Errorf("an empty result left in %d writes, want 1", writes)
+	}
+
+	// session.write, every stanza's path: measured (boundStanza), then
+	// encoded once and written in one write; the same bytes as sendWhole.
+	s.g = &Gateway{log: slog.New(slog.DiscardHandler)}
+	s.conn, s.broken = tc, make(chan struct{})
+	if err := s.write(iq.Wrap(res.TokenReader())); err != nil {
+		t.Fatal(err)
+	}
+	if writes, m := cc.take(); writes != 1 || m != n {
+		t.Errorf("write: %d bytes in %d writes, want %d in 1", m, writes, n)
 	}
 }

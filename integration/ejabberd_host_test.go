@@ -40,6 +40,8 @@ secret_file = "component.secret"
 name = "Gateway on ejabberd"
 rate_limit = 100000
 rate_burst = 100000
+domain_rate_limit = 100000
+domain_rate_burst = 100000
 
 [database]
 path = "agentgw.db"

@@ -142,6 +142,8 @@ name = "Integration Gateway"
 # The benchmarks send thousands of requests a second from one account.
 rate_limit = 100000
 rate_burst = 100000
+domain_rate_limit = 100000
+domain_rate_burst = 100000
 
 [database]
 path = "agentgw.db"

@@ -27,8 +27,8 @@ import (
 // it to the client in more than one part.
 const bigManifestJID = "bigtools@" + harness.ComponentDomain
 
-// bigManifest is bigManifestJID's manifest.
-func bigManifest() string {
+// bigToolsManifest is bigManifestJID's manifest.
+func bigToolsManifest() string {
 	var tools []string
 	for i := range 24 {
 		tools = append(tools, fmt.Sprintf(`{"name":"tool.%02d","title":"Tool %02d","description":"Does thing %02d for a city, with the options given.",
@@ -55,7 +55,7 @@ func BenchmarkNagle(b *testing.B) {
 	defer cancel()
 	dir := b.TempDir()
 	file := filepath.Join(dir, "bigtools.json")
-	if err := os.WriteFile(file, []byte(bigManifest()), 0o600); err != nil {
+	if err := os.WriteFile(file, []byte(bigToolsManifest()), 0o600); err != nil {
 		b.Fatal(err)
 	}
 	if out, err := agentgw(ctx, "endpoint", "register", "-config", suite.config, "-activate", file); err != nil {
@@ -88,7 +88,7 @@ func BenchmarkNagle(b *testing.B) {
 		path := filepath.Join(suite.dir, name, "agentgw.db")
 		seedBenchDB(b, path, harness.RemoteComponentDomain, 1000)
 		bigRemote := strings.Replace(bigManifestJID, harness.ComponentDomain, harness.RemoteComponentDomain, 1)
-		registerManifest(b, path, strings.ReplaceAll(bigManifest(), bigManifestJID, bigRemote), harness.RemoteComponentDomain)
+		registerManifest(b, path, strings.ReplaceAll(bigToolsManifest(), bigManifestJID, bigRemote), harness.RemoteComponentDomain)
 		startEjabberdGateway(b, name, "")
 		largeAnswers(b, login(b, "bob", harness.RemoteDomain), harness.RemoteComponentDomain, bigRemote, "bench-000099@", search, page)
 	})

@@ -28,12 +28,31 @@
 //	MaxPatternBytes   1024        each regular expression ("pattern" values, "patternProperties" keys)
 //	MaxSchemaNodes    8192        schema objects (root and subschemas) per tool schema
 //	MaxRefLoads       8           external documents loaded per schema compilation (only with AllowedRefs)
+//	MaxPatternCost    2000        estimated RE2 instructions per regular expression, counted repeats expanded
+//	MaxPatterns       256         regular expressions per tool schema
+//	MaxRegexCost      50000       summed pattern cost per manifest (per schema for CompileSchema)
+//	MaxApplicators    4096        subschemas applied in place to one value ($ref, allOf, anyOf, oneOf, not, if/then/else, dependentSchemas), $ref targets counted at each use
+//	MaxUniqueItems    512         items of an instance array under "uniqueItems":true
+//	MaxValidationSteps 262144     work budget of one validation (see below)
 //
 // The length limits of the normative manifest schema (for example 4096
 // characters for agent.description) also apply and are reported as
 // KindTooLarge. Timeouts in the extension object are capped at 2^31-1
-// seconds. The time to parse is linear in the input under these bounds;
-// the time to validate arguments is the concern of the caller.
+// seconds. The time to parse is linear in the input under these bounds:
+// patterns are parsed (never compiled) and their compiled size estimated
+// before anything is compiled. With Options.KeepValidators, Parse keeps
+// each tool's compiled schemas (Tool.InputValidator, Tool.OutputValidator)
+// so that a pinned schema is compiled once for as long as its manifest is
+// held.
+//
+// Validation runs under a step budget: Validator.Validate first counts the
+// work of validating an instance, one step per subschema applied to each
+// value (every branch of anyOf and oneOf included), one per enum value,
+// one per pair of items under uniqueItems, and cost×bytes/64 per regular
+// expression match, and refuses the instance with KindTooLarge (wrapping
+// ErrValidationBudget) past MaxValidationSteps, or when an array under
+// uniqueItems is longer than MaxUniqueItems. The refusal says nothing about
+// the instance. Handlers answer <resource-constraint/>.
 //
 // # I-JSON and XML
 //

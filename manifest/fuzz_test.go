@@ -3,11 +3,14 @@ package manifest_test
 import (
 	"bytes"
 	"crypto/sha256"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"agentgw/manifest"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // addTestdataSeeds seeds a fuzz target with every manifest in testdata.
@@ -104,6 +107,62 @@ func FuzzParseToolNode(f *testing.F) {
 		}
 		if !manifest.ValidVersion(v) || !manifest.ValidToolName(name) {
 			t.Fatalf("accepted invalid parts %q, %q", v, name)
+		}
+	})
+}
+
+// FuzzParseToolsNode checks that every accepted tools node is the
+// canonical encoding of its version.
+func FuzzParseToolsNode(f *testing.F) {
+	for _, s := range []string{"urn:xmpp:agent-tools:0#1.4.0", "urn:xmpp:agent-tools:0#", "urn:xmpp:agent-tools:0#a#b"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, node string) {
+		v, err := manifest.ParseToolsNode(node)
+		if err != nil {
+			return
+		}
+		if got := manifest.ToolsNode(v); got != node {
+			t.Fatalf("ParseToolsNode(%q) = %q, which encodes as %q", node, v, got)
+		}
+	})
+}
+
+// FuzzCompileSchema compiles any JSON Schema under the version-0 rules
+// and, when it compiles, validates any JSON instance with it under the
+// budget: neither may panic, and the budget's verdict is either a refusal
+// (KindTooLarge) or the validator's own.
+func FuzzCompileSchema(f *testing.F) {
+	for _, s := range [][2]string{
+		{`{"type":"object","properties":{"city":{"type":"string","pattern":"^[A-Z][a-z]+$"}},"required":["city"]}`, `{"city":"Paris"}`},
+		{`{"type":"object","$defs":{"n":{"anyOf":[{"type":"array","items":{"$ref":"#/$defs/n"}},{"type":"integer"}]}},"properties":{"a":{"$ref":"#/$defs/n"}}}`, `{"a":[[1],[[2]]]}`},
+		{`{"type":"object","properties":{"ids":{"type":"array","uniqueItems":true,"items":{"enum":[1,2,3]}}}}`, `{"ids":[1,2,2]}`},
+		{`{"type":"object","$dynamicAnchor":"x","properties":{"k":{"$dynamicRef":"#x"}},"patternProperties":{"^p":{"const":1}},"additionalProperties":false}`, `{"k":{"p1":1}}`},
+		{`{"type":"object","dependentSchemas":{"a":{"required":["b"]}},"if":{"required":["c"]},"then":{"minProperties":2},"else":{"not":{}}}`, `{"a":1}`},
+		{`{"type":"object","prefixItems":[{"type":"string"}],"contains":{"type":"number"},"unevaluatedItems":false}`, `[]`},
+	} {
+		f.Add([]byte(s[0]), []byte(s[1]))
+	}
+	f.Fuzz(func(t *testing.T, schema, instance []byte) {
+		if len(schema)+len(instance) > 64<<10 {
+			return
+		}
+		v, err := manifest.CompileValidator(schema, false, manifest.Options{})
+		if err != nil {
+			var me *manifest.Error
+			if !errors.As(err, &me) {
+				t.Fatalf("error %T is not a *manifest.Error: %v", err, err)
+			}
+			return
+		}
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(instance))
+		if err != nil {
+			return
+		}
+		err = v.Validate(doc)
+		var me *manifest.Error
+		if errors.As(err, &me) && me.Kind != manifest.KindTooLarge {
+			t.Fatalf("budget error of kind %v: %v", me.Kind, err)
 		}
 	})
 }

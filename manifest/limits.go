@@ -33,6 +33,41 @@ const (
 	// DefaultMaxRefLoads bounds the number of external documents that one
 	// schema compilation may load through an allowlisted $ref.
 	DefaultMaxRefLoads = 8
+	// DefaultMaxPatternCost bounds what one regular expression compiles
+	// to: the estimated number of RE2 instructions, with every counted
+	// repeat expanded (`[^a]{1000}` costs about 1000). It bounds the time
+	// to compile a pattern and, per byte, to match it.
+	DefaultMaxPatternCost = 2000
+	// DefaultMaxPatterns bounds the regular expressions ("pattern" values
+	// and "patternProperties" keys) in one tool schema.
+	DefaultMaxPatterns = 256
+	// DefaultMaxRegexCost bounds the summed DefaultMaxPatternCost-style
+	// cost of every regular expression in one manifest (all its tool
+	// schemas together), or in one schema given to CompileSchema. At
+	// this value compiling them all takes tens of milliseconds.
+	DefaultMaxRegexCost = 50000
+	// DefaultMaxApplicators bounds the subschemas that apply in place to
+	// one instance value: a schema, plus everything its $ref, $dynamicRef,
+	// allOf, anyOf, oneOf, not, if, then, else and dependentSchemas reach
+	// without descending into the instance, counted with repetition. A
+	// chain of anyOf over $refs that doubles at every level is refused at
+	// registration by this bound.
+	DefaultMaxApplicators = 4096
+	// DefaultMaxUniqueItems bounds the length of an instance array that
+	// "uniqueItems":true applies to; checking it is quadratic.
+	DefaultMaxUniqueItems = 512
+	// DefaultMaxValidationSteps is the budget of one validation of an
+	// instance (arguments, a result's structuredContent or an input
+	// response) against a tool schema. Before the validator runs, the
+	// work is counted: one step per subschema applied to each instance
+	// value (every anyOf and oneOf branch counted), one per enum value
+	// compared, one per pair of items compared for uniqueItems, and
+	// (cost × bytes)/64 per regular expression match. Past the budget the
+	// value is refused with KindTooLarge (<resource-constraint/>) and the
+	// validator never runs. The validator takes about 2 µs a step on a
+	// loaded 2-core machine, so a validation takes at most about half a
+	// second.
+	DefaultMaxValidationSteps = 1 << 18
 )
 
 // maxTimeoutSeconds is the largest accepted defaultTimeoutSeconds or
@@ -74,6 +109,22 @@ type Limits struct {
 	// MaxRefLoads bounds the external documents loaded while compiling one
 	// schema. It only matters when Options.AllowedRefs is not empty.
 	MaxRefLoads int
+	// MaxPatternCost bounds the estimated compiled size of each regular
+	// expression, in RE2 instructions.
+	MaxPatternCost int
+	// MaxPatterns bounds the regular expressions in one tool schema.
+	MaxPatterns int
+	// MaxRegexCost bounds the summed cost of the regular expressions of
+	// one manifest (or of one schema given to CompileSchema).
+	MaxRegexCost int
+	// MaxApplicators bounds the subschemas applied in place to one
+	// instance value, $ref targets counted at each use.
+	MaxApplicators int
+	// MaxUniqueItems bounds the instance arrays that uniqueItems applies
+	// to.
+	MaxUniqueItems int
+	// MaxValidationSteps is the work budget of one validation.
+	MaxValidationSteps int
 }
 
 // DefaultLimits returns the limits used when Options.Limits is zero.
@@ -89,6 +140,13 @@ func DefaultLimits() Limits {
 		MaxPatternBytes:  DefaultMaxPatternBytes,
 		MaxSchemaNodes:   DefaultMaxSchemaNodes,
 		MaxRefLoads:      DefaultMaxRefLoads,
+
+		MaxPatternCost:     DefaultMaxPatternCost,
+		MaxPatterns:        DefaultMaxPatterns,
+		MaxRegexCost:       DefaultMaxRegexCost,
+		MaxApplicators:     DefaultMaxApplicators,
+		MaxUniqueItems:     DefaultMaxUniqueItems,
+		MaxValidationSteps: DefaultMaxValidationSteps,
 	}
 }
 
@@ -111,5 +169,11 @@ func (l Limits) withDefaults() Limits {
 	fill(&l.MaxPatternBytes, d.MaxPatternBytes)
 	fill(&l.MaxSchemaNodes, d.MaxSchemaNodes)
 	fill(&l.MaxRefLoads, d.MaxRefLoads)
+	fill(&l.MaxPatternCost, d.MaxPatternCost)
+	fill(&l.MaxPatterns, d.MaxPatterns)
+	fill(&l.MaxRegexCost, d.MaxRegexCost)
+	fill(&l.MaxApplicators, d.MaxApplicators)
+	fill(&l.MaxUniqueItems, d.MaxUniqueItems)
+	fill(&l.MaxValidationSteps, d.MaxValidationSteps)
 	return l
 }

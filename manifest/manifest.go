@@ -33,6 +33,11 @@ type Options struct {
 	// each are fetched per schema, and each is held to the same version-0
 	// rules as the tool schema.
 	LoadRef func(url string) ([]byte, error)
+	// KeepValidators makes Parse keep each tool's compiled schemas
+	// (Tool.InputValidator, Tool.OutputValidator), which take about 25
+	// times their canonical size, for a caller that validates with them
+	// and caches the manifest. Otherwise they are dropped once checked.
+	KeepValidators bool
 }
 
 // Manifest is a validated, immutable agent manifest (ProtoXEP "Manifest
@@ -111,6 +116,27 @@ type Tool struct {
 	Annotations Annotations
 	// Ext is the "urn:xmpp:agent-api:0" extension object.
 	Ext Extension
+
+	// input and output are the schemas compiled by Parse, kept so that a
+	// pinned schema is compiled once for as long as its manifest is held.
+	input, output *Validator
+}
+
+// InputValidator returns the compiled input schema, or nil for a Tool
+// that Parse did not make with Options.KeepValidators.
+func (t *Tool) InputValidator() *Validator { return t.input }
+
+// OutputValidator returns the compiled output schema, or nil when the
+// tool has none or Parse did not make the Tool with
+// Options.KeepValidators.
+func (t *Tool) OutputValidator() *Validator { return t.output }
+
+// NeedsApproval reports whether the tool declares approvalRequired or
+// names requiredPermissions: such a tool may run only under a trusted
+// local grant that vouches for them (ProtoXEP "Security Considerations":
+// fail closed).
+func (t *Tool) NeedsApproval() bool {
+	return t.Ext.ApprovalRequired || len(t.Ext.RequiredPermissions) > 0
 }
 
 // Annotations holds the MCP tool annotations. A nil hint was absent, which
@@ -194,9 +220,10 @@ func Parse(raw []byte, opts Options) (*Manifest, error) {
 		return nil, err
 	}
 	tools, _ := root["tools"].([]any)
+	regexCost := new(int) // shared: the bound is per manifest
 	for i := range m.Tools {
 		def, _ := tools[i].(map[string]any)
-		if err := addSchemas(&m.Tools[i], def, i, opts, lim); err != nil {
+		if err := addSchemas(&m.Tools[i], def, i, opts, lim, regexCost); err != nil {
 			return nil, err
 		}
 	}
@@ -209,15 +236,16 @@ func Parse(raw []byte, opts Options) (*Manifest, error) {
 
 // addSchemas applies the version-0 schema rules to a tool's input and
 // output schemas and records their canonical forms and digests.
-func addSchemas(t *Tool, def map[string]any, i int, opts Options, lim Limits) error {
+func addSchemas(t *Tool, def map[string]any, i int, opts Options, lim Limits, regexCost *int) error {
 	for _, dir := range []struct {
-		member string
-		input  bool
-		bytes  *[]byte
-		hash   *[32]byte
+		member    string
+		input     bool
+		bytes     *[]byte
+		hash      *[32]byte
+		validator **Validator
 	}{
-		{"inputSchema", true, &t.InputSchema, &t.InputHash},
-		{"outputSchema", false, &t.OutputSchema, &t.OutputHash},
+		{"inputSchema", true, &t.InputSchema, &t.InputHash, &t.input},
+		{"outputSchema", false, &t.OutputSchema, &t.OutputHash, &t.output},
 	} {
 		v, ok := def[dir.member]
 		if !ok {
@@ -232,8 +260,12 @@ func addSchemas(t *Tool, def map[string]any, i int, opts Options, lim Limits) er
 			return newError(KindTooLarge, path,
 				fmt.Sprintf("schema is %d bytes in canonical form, limit is %d", len(canon), lim.MaxSchemaBytes))
 		}
-		if _, err := compileSchema(v, path, dir.input, opts, lim); err != nil {
+		val, err := compileSchema(v, path, dir.input, opts, lim, regexCost)
+		if err != nil {
 			return err
+		}
+		if opts.KeepValidators {
+			*dir.validator = val
 		}
 		*dir.bytes = canon
 		*dir.hash = sha256.Sum256(canon)

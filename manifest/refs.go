@@ -20,6 +20,8 @@ type refLoader struct {
 	lim   Limits
 	path  string // pointer of the schema being compiled, for errors
 	loads int
+	// regexCost is the walker's, so that loaded documents count too.
+	regexCost *int
 }
 
 // Load implements jsonschema.URLLoader.
@@ -58,7 +60,7 @@ func (l *refLoader) Load(u string) (any, error) {
 		return nil, wrapError(KindMalformed, l.path,
 			fmt.Sprintf("external reference %s is not valid JSON", ref), err)
 	}
-	w := &walker{lim: l.lim}
+	w := &walker{lim: l.lim, regexCost: l.regexCost}
 	if err := w.schema(doc, ""); err != nil {
 		return nil, inExternal(err, l.path, ref)
 	}

@@ -2,11 +2,9 @@ package manifest
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"net/url"
 	"regexp"
-	"regexp/syntax"
 	"slices"
 	"strings"
 
@@ -108,9 +106,24 @@ var olderDialects = map[string]string{
 // that passes the I-JSON checks of Canonicalize; with input set, its root
 // must declare "type":"object". It must use JSON Schema 2020-12, only known
 // keywords (see the package documentation), RE2-compatible regular
-// expressions, and no external $ref outside opts.AllowedRefs. Nothing is
-// ever loaded from the network or the file system by this package.
+// expressions within the pattern limits, no more in-place applicators
+// than Limits.MaxApplicators, and no external $ref outside
+// opts.AllowedRefs. Nothing is ever loaded from the network or the file
+// system by this package.
+//
+// The returned schema validates without any work budget; CompileValidator
+// returns one that keeps to Limits.MaxValidationSteps.
 func CompileSchema(canonical []byte, input bool, opts Options) (*jsonschema.Schema, error) {
+	v, err := CompileValidator(canonical, input, opts)
+	if err != nil {
+		return nil, err
+	}
+	return v.root, nil
+}
+
+// CompileValidator is CompileSchema, returning a Validator whose
+// validations run under the budget of opts.Limits.
+func CompileValidator(canonical []byte, input bool, opts Options) (*Validator, error) {
 	lim := opts.Limits.withDefaults()
 	if len(canonical) > lim.MaxSchemaBytes {
 		return nil, newError(KindTooLarge, "",
@@ -123,12 +136,14 @@ func CompileSchema(canonical []byte, input bool, opts Options) (*jsonschema.Sche
 	if err != nil {
 		return nil, wrapError(KindMalformed, "", "schema is not valid JSON", err)
 	}
-	return compileSchema(doc, "", input, opts, lim)
+	return compileSchema(doc, "", input, opts, lim, new(int))
 }
 
 // compileSchema applies the version-0 rules to a decoded schema; path is
-// the sanitized pointer that prefixes every error location.
-func compileSchema(doc any, path string, input bool, opts Options, lim Limits) (*jsonschema.Schema, error) {
+// the sanitized pointer that prefixes every error location. regexCost
+// accumulates the cost of the regular expressions across the schemas of
+// one manifest.
+func compileSchema(doc any, path string, input bool, opts Options, lim Limits, regexCost *int) (*Validator, error) {
 	obj, ok := doc.(map[string]any)
 	if !ok {
 		return nil, newError(KindInvalid, path, "schema must be a JSON object")
@@ -136,7 +151,7 @@ func compileSchema(doc any, path string, input bool, opts Options, lim Limits) (
 	if input && obj["type"] != "object" {
 		return nil, newError(KindInvalid, path, `root must be an object schema ("type":"object")`)
 	}
-	w := &walker{lim: lim}
+	w := &walker{lim: lim, regexCost: regexCost}
 	if err := w.schema(doc, path); err != nil {
 		return nil, err
 	}
@@ -145,7 +160,10 @@ func compileSchema(doc any, path string, input bool, opts Options, lim Limits) (
 	// Pinned, because the library's default draft may change over time.
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.AssertVocabs()
-	c.UseLoader(&refLoader{opts: opts, lim: lim, path: path})
+	c.UseLoader(&refLoader{opts: opts, lim: lim, path: path, regexCost: regexCost})
+	// Every pattern was bounded by the walk (or, in a loaded document, by
+	// the loader's walk); the engine compiles each one once.
+	c.UseRegexpEngine(regexpEngine(lim))
 	if err := c.AddResource(schemaBaseURL, doc); err != nil {
 		return nil, wrapError(KindInvalid, path, "schema cannot be registered for compilation",
 			fmt.Errorf("add resource: %w", err))
@@ -154,10 +172,20 @@ func compileSchema(doc any, path string, input bool, opts Options, lim Limits) (
 	if err != nil {
 		return nil, compileError(err, path)
 	}
-	if err := checkCompiled(sch, path); err != nil {
+	nodes, err := checkCompiled(sch, path)
+	if err != nil {
 		return nil, err
 	}
-	return sch, nil
+	v := &Validator{root: sch, lim: lim, dynamic: make(map[string][]*jsonschema.Schema)}
+	for _, s := range nodes {
+		if s.DynamicAnchor != "" {
+			v.dynamic[s.DynamicAnchor] = append(v.dynamic[s.DynamicAnchor], s)
+		}
+	}
+	if err := checkApplicators(nodes, v.dynamic, lim, path); err != nil {
+		return nil, err
+	}
+	return v, nil
 }
 
 // checkCompiled walks the compiled schema graph and rejects any subschema
@@ -165,8 +193,10 @@ func compileSchema(doc any, path string, input bool, opts Options, lim Limits) (
 // catches every $schema, but a $ref may still reach one of the older
 // meta-schemas the library embeds, such as
 // "https://json-schema.org/draft-07/schema#/definitions/nonNegativeInteger".
-func checkCompiled(root *jsonschema.Schema, path string) error {
+// It returns every subschema of the graph.
+func checkCompiled(root *jsonschema.Schema, path string) ([]*jsonschema.Schema, error) {
 	seen := make(map[*jsonschema.Schema]bool)
+	var all []*jsonschema.Schema
 	stack := []*jsonschema.Schema{root}
 	push := func(ss ...*jsonschema.Schema) {
 		for _, s := range ss {
@@ -188,8 +218,9 @@ func checkCompiled(root *jsonschema.Schema, path string) error {
 	for len(stack) > 0 {
 		s := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
+		all = append(all, s)
 		if s.DraftVersion != 2020 {
-			return newError(KindInvalid, path,
+			return nil, newError(KindInvalid, path,
 				"a reference reaches a schema of a dialect other than JSON Schema 2020-12")
 		}
 		push(s.Ref, s.RecursiveRef, s.Not, s.If, s.Then, s.Else, s.PropertyNames,
@@ -217,15 +248,18 @@ func checkCompiled(root *jsonschema.Schema, path string) error {
 		pushAny(s.Items)
 		pushAny(s.AdditionalItems)
 	}
-	return nil
+	return all, nil
 }
 
 // walker checks every schema object reachable through schema-valued
 // keywords. It never descends into data-valued keywords such as const,
 // enum, default or examples, whose contents are instances, not schemas.
 type walker struct {
-	lim   Limits
-	nodes int
+	lim      Limits
+	nodes    int
+	patterns int
+	// regexCost is shared by the walks of one manifest's schemas.
+	regexCost *int
 }
 
 func (w *walker) schema(v any, path string) error {
@@ -382,29 +416,24 @@ func safeVocab(u string) string {
 // why such a pattern fails to compile.
 var backreference = regexp.MustCompile(`\\[1-9]|\\k<`)
 
-// pattern checks one regular expression: bounded length and valid Go RE2
-// syntax, whose matching time is linear in the input.
+// pattern checks one regular expression: valid Go RE2 syntax, whose
+// matching time is linear in the input, and within the limits on its
+// length, its compiled size, the patterns per schema and their summed
+// cost. It parses the pattern but does not compile it.
 func (w *walker) pattern(p, path string) error {
-	if len(p) > w.lim.MaxPatternBytes {
+	w.patterns++
+	if w.patterns > w.lim.MaxPatterns {
 		return newError(KindTooLarge, path,
-			fmt.Sprintf("regular expression is %d bytes, limit is %d", len(p), w.lim.MaxPatternBytes))
+			fmt.Sprintf("schema has more than %d regular expressions", w.lim.MaxPatterns))
 	}
-	if _, err := regexp.Compile(p); err != nil {
-		reason := "invalid syntax"
-		var se *syntax.Error
-		switch {
-		case strings.Contains(p, "(?="), strings.Contains(p, "(?!"),
-			strings.Contains(p, "(?<="), strings.Contains(p, "(?<!"):
-			reason = "lookaround"
-		case backreference.MatchString(p):
-			reason = "backreference"
-		case errors.As(err, &se):
-			// The code is fixed library text; se.Expr would quote input.
-			reason = se.Code.String()
-		}
-		return wrapError(KindInvalid, path, fmt.Sprintf(
-			"regular expression not supported: %s (patterns use Go RE2 syntax, which has no lookaround or backreferences)",
-			reason), err)
+	cost, err := parsePattern(p, path, w.lim)
+	if err != nil {
+		return err
+	}
+	*w.regexCost += cost
+	if *w.regexCost > w.lim.MaxRegexCost {
+		return newError(KindTooLarge, path, fmt.Sprintf(
+			"regular expressions compile to more than %d instructions in all", w.lim.MaxRegexCost))
 	}
 	return nil
 }

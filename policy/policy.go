@@ -1,5 +1,11 @@
 // Package policy decides who may see and who may invoke agentgw's endpoints.
 //
+// A tool whose manifest declares approvalRequired or names
+// requiredPermissions runs only when an approve grant, as well as an invoke
+// grant, names the caller, the endpoint and the tool, and vouches for each
+// permission: manifests are declarations, never authority, and the ProtoXEP
+// ("Security Considerations") requires such tools to fail closed.
+//
 // The zero Policy denies everything. Grants are additive and come only from
 // trusted local configuration; identity comes only from the authenticated
 // stanza 'from', reduced to its bare JID. Visibility (directory, search,
@@ -10,6 +16,7 @@ package policy
 
 import (
 	"runtime"
+	"slices"
 	"sort"
 	"sync"
 	"weak"
@@ -66,9 +73,14 @@ type Grant struct {
 	Principals   []Principal
 	Endpoints    []string
 	AllEndpoints bool
-	// Tools applies to invoke grants only: exact tool names, or AllTools.
+	// Tools applies to invoke and approve grants only: exact tool names,
+	// or AllTools.
 	Tools    []string
 	AllTools bool
+	// Permissions applies to approve grants only: the requiredPermissions
+	// values the grant vouches for, or AllPermissions.
+	Permissions    []string
+	AllPermissions bool
 }
 
 func (g *Grant) matchesPrincipal(requester jid.JID) bool {
@@ -118,6 +130,10 @@ type Policy struct {
 	// Visibility and Invoke are the grants, in configuration order.
 	Visibility []Grant
 	Invoke     []Grant
+	// Approve are the approve grants ([[policy.approve]]), which let an
+	// invoke grant run tools that declare approvalRequired or
+	// requiredPermissions.
+	Approve []Grant
 }
 
 // Scope is the set of endpoints a requester may see. The zero Scope sees
@@ -253,6 +269,40 @@ func (p *Policy) CanInvoke(requester jid.JID, endpoint, tool string) bool {
 		}
 	}
 	return false
+}
+
+// Approved reports whether requester may run tool on endpoint given what
+// the tool's manifest declares: approval (approvalRequired) and
+// permissions (requiredPermissions). A tool that declares neither needs
+// nothing beyond CanInvoke. Otherwise at least one approve grant must name
+// requester, endpoint and tool, and each permission must be vouched for by
+// one of those grants. Approved does not check CanInvoke: both are needed.
+// A nil Policy denies a tool that declares either.
+func (p *Policy) Approved(requester jid.JID, endpoint, tool string, approval bool, permissions []string) bool {
+	if !approval && len(permissions) == 0 {
+		return true
+	}
+	if p == nil {
+		return false
+	}
+	var matching []*Grant
+	for i := range p.Approve {
+		g := &p.Approve[i]
+		if g.matchesPrincipal(requester) && g.coversEndpoint(endpoint) && g.coversTool(tool) {
+			matching = append(matching, g)
+		}
+	}
+	if len(matching) == 0 {
+		return false
+	}
+	for _, perm := range permissions {
+		if !slices.ContainsFunc(matching, func(g *Grant) bool {
+			return g.AllPermissions || slices.Contains(g.Permissions, perm)
+		}) {
+			return false
+		}
+	}
+	return true
 }
 
 // IsAdmin reports whether requester's bare JID is a configured admin.

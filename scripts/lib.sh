@@ -37,3 +37,36 @@ install_mcp_everything() {
 	fi
 	echo "$(cd "$pkg/dist" && pwd)/index.js"
 }
+
+# The MCP inspector CLI that the `agentgw mcp` tests drive (docs/mcp-server.md),
+# pinned like server-everything, installed once into demo/mcp-inspector (or
+# $1). It declares Node >= 22.19 but its CLI runs on Node 20; with an older
+# system Node (Debian 12 has 18), Node 22 is installed from npm beside it.
+# The path of a wrapper that runs it with that Node is printed, for
+# AGENTGW_MCP_INSPECTOR.
+MCP_INSPECTOR_VERSION=2.12.0
+install_mcp_inspector() {
+	local prefix="${1:-demo/mcp-inspector}"
+	local pkg="$prefix/node_modules/@modelcontextprotocol/inspector"
+	if ! grep -qs "\"version\": \"$MCP_INSPECTOR_VERSION\"" "$pkg/package.json" || [ ! -x "$prefix/node_modules/.bin/mcp-inspector" ]; then
+		command -v npm >/dev/null || install_packages nodejs npm >&2
+		echo "installing @modelcontextprotocol/inspector@$MCP_INSPECTOR_VERSION into $prefix" >&2
+		npm install --prefix "$prefix" --no-audit --no-fund --loglevel=error \
+			"@modelcontextprotocol/inspector@$MCP_INSPECTOR_VERSION" >&2
+	fi
+	local major
+	major="$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)"
+	if [ "$major" -lt 20 ] && [ ! -x "$prefix/node_modules/.bin/node" ]; then
+		echo "node $major is too old for the inspector: installing node@22 into $prefix" >&2
+		npm install --prefix "$prefix" --no-audit --no-fund --loglevel=error node@22 >&2
+	fi
+	local dir
+	dir="$(cd "$prefix" && pwd)"
+	cat >"$dir/mcp-inspector" <<WRAPPER
+#!/bin/sh
+# Written by scripts/lib.sh (install_mcp_inspector).
+PATH="$dir/node_modules/.bin:\$PATH" exec "$dir/node_modules/.bin/mcp-inspector" "\$@"
+WRAPPER
+	chmod +x "$dir/mcp-inspector"
+	echo "$dir/mcp-inspector"
+}

@@ -46,7 +46,9 @@ type Request struct {
 //     <resource-constraint/> past Config.MaxArgumentBytes or the JSON
 //     limits;
 //   - arguments that do not satisfy the tool's input schema:
-//     <not-acceptable/>.
+//     <not-acceptable/>, or <resource-constraint/> when validating them
+//     would exceed the validation budget of package manifest
+//     (manifest.Limits.MaxValidationSteps, MaxUniqueItems).
 //
 // The gateway MUST have authorized from for man's endpoint and inv.Tool
 // before calling Prepare, so that no error here reveals anything to an
@@ -66,13 +68,17 @@ func (m *Machine) Prepare(inv Invoke, from jid.JID, man *manifest.Manifest) (Req
 	if err != nil {
 		return Request{}, err
 	}
-	sch, err := m.schemas.compile(tool.InputSchema, true)
-	if err != nil {
-		// The schema passed these rules at registration.
-		return Request{}, fmt.Errorf("task: compile pinned input schema: %w", err)
+	// Parse compiled the schema with the manifest; a Tool made otherwise
+	// goes through the cache.
+	sch := tool.InputValidator()
+	if sch == nil {
+		if sch, err = m.schemas.compile(tool.InputSchema, true); err != nil {
+			// The schema passed these rules at registration.
+			return Request{}, fmt.Errorf("task: compile pinned input schema: %w", err)
+		}
 	}
-	if validateValue(sch, args) != nil {
-		return Request{}, notAcceptable("arguments do not satisfy the input schema")
+	if err := validateValue(sch, args); err != nil {
+		return Request{}, validationAnswer(err, "arguments", "arguments do not satisfy the input schema")
 	}
 	req := Request{
 		RequestID:    inv.RequestID,

@@ -20,6 +20,15 @@ import (
 // error is the answer; the gateway commits the step either way.
 
 // authorize resolves the task for caller at target, or ErrNotFound.
+// Authorize is the caller authorization of every task command: it returns
+// ErrNotFound unless t is task id of caller at target and unexpired. The
+// gateway applies it to a read of the committed task before a command
+// queues for the single writer, so that nobody but the task's caller can
+// occupy the writer; the command is authorized again in its transaction.
+func Authorize(t *Task, id string, caller, target jid.JID, now time.Time) error {
+	return authorize(t, id, caller, target, now)
+}
+
 func authorize(t *Task, id string, caller, target jid.JID, now time.Time) error {
 	if t == nil || t.ID != id ||
 		t.Caller != caller.Bare().String() || t.Target != target.Bare().String() ||
@@ -93,8 +102,8 @@ func (m *Machine) ProvideInput(t *Task, rec *InputRecord, caller, target jid.JID
 	if err != nil {
 		return InputOutcome{Step: s}, err
 	}
-	if validateValue(sch, input) != nil {
-		return InputOutcome{Step: s}, notAcceptable("input does not satisfy the requested schema")
+	if err := validateValue(sch, input); err != nil {
+		return InputOutcome{Step: s}, validationAnswer(err, "input", "input does not satisfy the requested schema")
 	}
 	s.Task.State = StateRunning
 	s.Task.Pending = nil

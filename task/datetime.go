@@ -26,8 +26,9 @@ type Instant struct {
 // ParseDateTime parses an XEP-0082 DateTime: CCYY-MM-DDThh:mm:ss, an
 // optional fraction of one or more digits, and Z or a ±hh:mm offset of at
 // most 14:00. Leading and trailing XML whitespace is ignored, as for
-// xs:dateTime. Years 0001 to 9999 (in UTC) are accepted; leap seconds are
-// not.
+// xs:dateTime. Years 0001 to 9999 (in UTC) are accepted, except the very
+// first instant, 0001-01-01T00:00:00Z, which is the zero Instant ("none");
+// leap seconds are not.
 func ParseDateTime(s string) (Instant, error) {
 	s = strings.Trim(s, " \t\r\n")
 	if len(s) < len("2006-01-02T15:04:05Z") || len(s) > maxDateTimeLen {
@@ -101,6 +102,11 @@ func ParseDateTime(s string) (Instant, error) {
 	}
 	utc := local.UTC()
 	if utc.Year() < 1 || utc.Year() > 9999 {
+		return Instant{}, errDateTime
+	}
+	if utc.IsZero() && sub == "" {
+		// 0001-01-01T00:00:00Z would be the zero Instant, which means
+		// "none": a deadline that long past would silently vanish.
 		return Instant{}, errDateTime
 	}
 	return Instant{floor: utc, sub: sub}, nil

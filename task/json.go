@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"agentgw/manifest"
+	"agentgw/runtime"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
@@ -98,8 +99,9 @@ func ValidatePayload(typ EventType, payload []byte) error {
 // a pinned schema is compiled once, not per invocation. It is bounded:
 // when full it is emptied, which costs recompilation, never correctness.
 type schemaCache struct {
-	mu sync.Mutex
-	m  map[schemaKey]*jsonschema.Schema
+	mu    sync.Mutex
+	m     map[schemaKey]*manifest.Validator
+	bytes int // canonical bytes of the cached schemas
 }
 
 type schemaKey struct {
@@ -107,17 +109,22 @@ type schemaKey struct {
 	input bool
 }
 
-// maxCachedSchemas bounds the schema cache.
-const maxCachedSchemas = 512
+// maxCachedSchemas and maxCachedSchemaBytes bound the schema cache, in
+// number and in canonical bytes: a compiled schema takes about 25 times
+// its canonical size.
+const (
+	maxCachedSchemas     = 512
+	maxCachedSchemaBytes = 2 << 20
+)
 
 func newSchemaCache() *schemaCache {
-	return &schemaCache{m: make(map[schemaKey]*jsonschema.Schema)}
+	return &schemaCache{m: make(map[schemaKey]*manifest.Validator)}
 }
 
 // compile returns the validator of a canonical schema under the version-0
 // rules of manifest.CompileSchema (no external references are ever
 // loaded). input requires a root "type":"object".
-func (c *schemaCache) compile(canonical []byte, input bool) (*jsonschema.Schema, error) {
+func (c *schemaCache) compile(canonical []byte, input bool) (*manifest.Validator, error) {
 	key := schemaKey{sha256.Sum256(canonical), input}
 	c.mu.Lock()
 	s, ok := c.m[key]
@@ -125,15 +132,19 @@ func (c *schemaCache) compile(canonical []byte, input bool) (*jsonschema.Schema,
 	if ok {
 		return s, nil
 	}
-	s, err := manifest.CompileSchema(canonical, input, manifest.Options{})
+	s, err := manifest.CompileValidator(canonical, input, manifest.Options{})
 	if err != nil {
 		return nil, err
 	}
 	c.mu.Lock()
-	if len(c.m) >= maxCachedSchemas {
-		clear(c.m)
+	if _, ok := c.m[key]; !ok {
+		if len(c.m) >= maxCachedSchemas || c.bytes+len(canonical) > maxCachedSchemaBytes {
+			clear(c.m)
+			c.bytes = 0
+		}
+		c.m[key] = s
+		c.bytes += len(canonical)
 	}
-	c.m[key] = s
 	c.mu.Unlock()
 	return s, nil
 }
@@ -156,13 +167,44 @@ func canonicalJSON(raw []byte, maxBytes int, what string) ([]byte, error) {
 }
 
 // validateValue validates a canonical JSON value against a compiled
-// schema.
-func validateValue(s *jsonschema.Schema, canonical []byte) error {
+// schema, under the validation budget of package manifest. It returns nil,
+// errOverBudget, or errInvalidValue; neither error says anything about the
+// value.
+func validateValue(s *manifest.Validator, canonical []byte) error {
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(canonical))
 	if err != nil {
-		return err
+		return errInvalidValue
 	}
-	return s.Validate(v)
+	err = s.Validate(v)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, manifest.ErrValidationBudget):
+		return errOverBudget
+	}
+	return errInvalidValue
+}
+
+// failResultTooComplex settles a task whose structuredContent cannot be
+// validated against the output schema within the validation budget.
+var failResultTooComplex = runtime.Failure{Code: runtime.CodeInternalError,
+	Message: "The tool produced a result too complex to validate within the limits.", Retryable: false}
+
+// The outcomes of validateValue other than success.
+var (
+	errOverBudget   = errors.New("task: validation exceeds its budget")
+	errInvalidValue = errors.New("task: value does not satisfy the schema")
+)
+
+// validationAnswer is the protocol error for a value (what) that failed
+// validateValue with err: <resource-constraint/> past the budget ("JSON
+// Payload Encoding": a validation-time limit), else <not-acceptable/>
+// with the text invalid.
+func validationAnswer(err error, what, invalid string) error {
+	if errors.Is(err, errOverBudget) {
+		return tooLarge(what + ": validation exceeds a documented complexity limit")
+	}
+	return notAcceptable(invalid)
 }
 
 // marshalCanonical encodes v with encoding/json and returns its RFC 8785

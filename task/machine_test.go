@@ -11,6 +11,7 @@ import (
 
 	"agentgw/runtime"
 	"agentgw/task"
+	"agentgw/wire"
 )
 
 var allStates = []task.State{
@@ -287,7 +288,7 @@ func TestCompleteRules(t *testing.T) {
 		{"no content", `{"structuredContent":{"summary":"s"}}`, task.StateFailed, "internal-error"},
 		{"not json", `{"content":`, task.StateFailed, "internal-error"},
 		{"duplicate keys", `{"content":[],"content":[]}`, task.StateFailed, "internal-error"},
-		{"too large", `{"content":[{"type":"text","text":"` + strings.Repeat("x", 2000) + `"}]}`, task.StateFailed, "internal-error"},
+		{"too large", `{"content":[{"type":"text","text":"` + strings.Repeat("x", 2000) + `"}]}`, task.StateFailed, task.CodeResultTooLarge},
 	} {
 		tk := f.running(t0)
 		s, err := f.m.Complete(tk, runtime.Result{Raw: json.RawMessage(tc.raw)}, f.outputSchema(), t0)
@@ -311,6 +312,50 @@ func TestCompleteRules(t *testing.T) {
 	}
 }
 
+// TestCompleteWireSize: a result is measured after XML escaping, so one
+// under the raw limit that escapes past wire.MaxStanzaBytes settles failed
+// with the documented code, and one that fits completes.
+func TestCompleteWireSize(t *testing.T) {
+	f := newFixture(t, task.Config{})
+	// The text is JSON-escaped by hand: json.Marshal would write < as
+	// \u003c.
+	text := func(s string) json.RawMessage {
+		s = strings.ReplaceAll(s, `"`, `\"`)
+		return json.RawMessage(`{"content":[{"type":"text","text":"` + s + `"}]}`)
+	}
+	for _, tc := range []struct {
+		name string
+		raw  json.RawMessage
+		want task.State
+	}{
+		// 200 KiB of " and <: over the raw limit too.
+		{"200 KiB of quote and lt", text(strings.Repeat(`"<`, 100<<10)), task.StateFailed},
+		// 120 KB of pairs: 180 KB of JSON, 600 KB escaped.
+		{"120 KB of pairs", text(strings.Repeat(`"<`, 60_000)), task.StateFailed},
+		{"200 KiB of plain text", text(strings.Repeat("x", 200<<10)), task.StateCompleted},
+		{"70 KB of pairs", text(strings.Repeat(`"<`, 35_000)), task.StateCompleted},
+	} {
+		if len(tc.raw) > task.DefaultMaxResultBytes && tc.want == task.StateCompleted {
+			t.Fatalf("%s: case over the raw limit", tc.name)
+		}
+		tk := f.admit("plain", `{}`, "", t0)
+		s, err := f.m.Complete(tk, runtime.Result{Raw: tc.raw}, nil, t0)
+		if err != nil || s.Task.State != tc.want {
+			t.Errorf("%s: %s %v", tc.name, s.Task.State, err)
+			continue
+		}
+		if tc.want == task.StateFailed {
+			if !strings.Contains(string(s.Task.Outcome), `"code":"`+task.CodeResultTooLarge+`"`) {
+				t.Errorf("%s: outcome %s", tc.name, s.Task.Outcome)
+			}
+			continue
+		}
+		if n := wire.EscapedLen(string(s.Task.Outcome)); n > task.MaxEventWireBytes {
+			t.Errorf("%s: completed payload escapes to %d bytes, over %d", tc.name, n, task.MaxEventWireBytes)
+		}
+	}
+}
+
 func TestFailRules(t *testing.T) {
 	f := newFixture(t, task.Config{})
 	for _, tc := range []struct {
@@ -328,7 +373,11 @@ func TestFailRules(t *testing.T) {
 		{runtime.Failure{Code: "x:y", Message: "m", Details: json.RawMessage(`[1]`)},
 			`{"error":{"code":"x:y","message":"m","retryable":false}}`},
 		{runtime.Failure{Code: "x:y z", Message: strings.Repeat("m", 5000)},
-			`{"error":{"code":"internal-error","message":"The tool failed.","retryable":false}}`},
+			`{"error":{"code":"internal-error","message":"` + strings.Repeat("m", task.MaxFailureMessageChars-1) + `…","retryable":false}}`},
+		{runtime.Failure{Code: "x:y", Message: "bell\a and\ttab\nline"},
+			`{"error":{"code":"x:y","message":"bell` + "\uFFFD" + ` and\ttab\nline","retryable":false}}`},
+		{runtime.Failure{Code: "x:y", Message: "bad \xff utf-8"},
+			`{"error":{"code":"x:y","message":"The tool failed.","retryable":false}}`},
 	} {
 		tk := f.running(t0)
 		s, err := f.m.Fail(tk, tc.in, t0)

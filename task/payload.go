@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"agentgw/runtime"
+	"agentgw/wire"
 )
 
 // Limits of the event payload schema, in characters (code points).
@@ -24,6 +25,23 @@ const (
 // namespace-qualified ("Error Handling").
 const CodeInputExpired = "agentgw:input-expired"
 
+// CodeResultTooLarge is the failure code of a task whose tool returned a
+// result too large to carry: over Config.MaxResultBytes as raw JSON, or
+// over MaxEventWireBytes once XML-escaped in its event. It is
+// deployment-defined, hence namespace-qualified ("Error Handling").
+const CodeResultTooLarge = "agentgw:result-too-large"
+
+// EnvelopeReserve is the part of wire.MaxStanzaBytes kept for what wraps an
+// event payload on the wire: the <message/> or task-result <iq/> with its
+// addresses (JIDs of up to 3071 bytes, escaped), the <event/> or
+// <task-result/> attributes and namespace declarations.
+const EnvelopeReserve = 16 << 10
+
+// MaxEventWireBytes bounds an event payload after XML escaping
+// (wire.EscapedLen), so that the event message and the task-result reply
+// that carry it stay within wire.MaxStanzaBytes.
+const MaxEventWireBytes = wire.MaxStanzaBytes - EnvelopeReserve
+
 // Failures this package settles tasks with. Their messages are fixed and
 // safe.
 var (
@@ -33,8 +51,8 @@ var (
 		Message: "The input request expired without an answer.", Retryable: true}
 	failInvalidResult = runtime.Failure{Code: runtime.CodeInternalError,
 		Message: "The tool produced a result that is not valid.", Retryable: false}
-	failResultTooLarge = runtime.Failure{Code: runtime.CodeInternalError,
-		Message: "The tool produced a result that exceeds the size limit.", Retryable: false}
+	failResultTooLarge = runtime.Failure{Code: CodeResultTooLarge,
+		Message: "The tool's result exceeds the gateway's size limit (256 KiB of JSON, 464 KiB after XML escaping).", Retryable: false}
 	failInterrupted = runtime.Failure{Code: runtime.CodeUnavailable,
 		Message: "The task was interrupted by a gateway restart.", Retryable: true}
 	failGeneric = "The tool failed."
@@ -111,9 +129,7 @@ func failedPayload(f runtime.Failure) ([]byte, error) {
 	if !validCode(f.Code) {
 		f.Code = runtime.CodeInternalError
 	}
-	if f.Message == "" || !validText(f.Message, maxTextChars) {
-		f.Message = failGeneric
-	}
+	f.Message = safeFailureMessage(f.Message)
 	e := map[string]any{"code": f.Code, "message": f.Message, "retryable": f.Retryable}
 	if len(f.Details) > 0 {
 		if d, err := canonicalJSON(f.Details, maxDetailsBytes, "details"); err == nil && len(d) > 0 && d[0] == '{' {
@@ -121,6 +137,34 @@ func failedPayload(f runtime.Failure) ([]byte, error) {
 		}
 	}
 	return marshalCanonical(map[string]any{"error": e})
+}
+
+// MaxFailureMessageChars bounds the message of a failed event, in
+// characters: a longer one is cut there and ends with "…".
+const MaxFailureMessageChars = 1024
+
+// safeFailureMessage bounds and sanitizes a failure message, which comes
+// from a tool and reaches the caller: invalid UTF-8 or noncharacters give
+// the generic message, control characters other than tab and newline
+// become U+FFFD, and it is cut at MaxFailureMessageChars.
+func safeFailureMessage(msg string) string {
+	if msg == "" || !validText(msg, len(msg)) {
+		return failGeneric
+	}
+	var b strings.Builder
+	n := 0
+	for _, r := range msg {
+		if n == MaxFailureMessageChars-1 && utf8.RuneCountInString(msg) > MaxFailureMessageChars {
+			b.WriteRune('…')
+			break
+		}
+		if r < 0x20 && r != '\t' && r != '\n' || r == 0x7f || 0x80 <= r && r < 0xa0 {
+			r = utf8.RuneError
+		}
+		b.WriteRune(r)
+		n++
+	}
+	return b.String()
 }
 
 func cancelledPayload(reason string) ([]byte, error) {

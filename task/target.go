@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"agentgw/runtime"
+	"agentgw/wire"
 )
 
 // The target's transitions. Each takes the committed task, a report of
@@ -275,6 +276,12 @@ func (m *Machine) checkResult(r runtime.Result, outputSchema []byte) ([]byte, *r
 	if err != nil {
 		return nil, nil, err
 	}
+	if wire.EscapedLen(string(payload)) > MaxEventWireBytes {
+		// Escaping can multiply a raw result by up to six (a JSON \" is
+		// \&quot; on a server's wire): measured after escaping, so the
+		// event and every task-result reply fit the servers' limits.
+		return nil, &failResultTooLarge, nil
+	}
 	if ValidatePayload(EventCompleted, payload) != nil {
 		return nil, &failInvalidResult, nil
 	}
@@ -300,7 +307,11 @@ func (m *Machine) checkResult(r runtime.Result, outputSchema []byte) ([]byte, *r
 	if err != nil {
 		return nil, nil, fmt.Errorf("task: compile pinned output schema: %w", err)
 	}
-	if validateValue(sch, env.StructuredContent) != nil {
+	switch err := validateValue(sch, env.StructuredContent); {
+	case errors.Is(err, errOverBudget):
+		// The result cannot be checked within the budget.
+		return nil, &failResultTooComplex, nil
+	case err != nil:
 		return nil, &failInvalidResult, nil
 	}
 	return payload, nil, nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"agentgw/db"
 	"agentgw/manifest"
@@ -15,9 +16,15 @@ import (
 	"mellium.im/xmpp/jid"
 )
 
-// maxCachedManifests bounds the parsed manifests kept in memory; past it
-// the cache starts over.
-const maxCachedManifests = 256
+// maxCachedManifests and maxCachedManifestBytes bound the parsed
+// manifests kept in memory, in number and in canonical bytes; past either
+// the cache starts over. A parsed manifest keeps its compiled tool schemas,
+// which take about 25 times its canonical size, so the byte bound keeps
+// the cache under about 100 MB whatever is registered.
+const (
+	maxCachedManifests     = 256
+	maxCachedManifestBytes = 4 << 20
+)
 
 // Admission is the outcome of Invoke.
 type Admission struct {
@@ -40,6 +47,10 @@ type Admission struct {
 //     as for an endpoint that does not exist; visibility is not required;
 //  3. the endpoint is active and has the pinned api-version, else
 //     <item-not-found/> (checked again in the admission's transaction);
+//     a tool that declares approvalRequired or requiredPermissions also
+//     needs a [[policy.approve]] grant (policy.Policy.Approved), else
+//     <item-not-found/> again: it fails closed, and an unapproved caller
+//     learns no more than an unauthorized one;
 //  4. the endpoint has a runtime, else <service-unavailable/>: an
 //     endpoint with an active manifest but no [[endpoint]] admits nothing;
 //  5. task.Machine.Prepare: tool (<item-not-found/>), stale hash
@@ -67,6 +78,11 @@ func (s *Service) Invoke(ctx context.Context, pol *policy.Policy, from, to jid.J
 	if err != nil {
 		return Admission{}, err
 	}
+	if tool, ok := man.Tool(inv.Tool); ok && tool.NeedsApproval() &&
+		!pol.Approved(from, target, tool.Name, tool.Ext.ApprovalRequired, tool.Ext.RequiredPermissions) {
+		// Fail closed, with the bytes an unauthorized caller gets.
+		return Admission{}, task.ErrNotFound
+	}
 	if s.opts.Runtimes[target] == nil {
 		return Admission{}, task.ErrServiceUnavailable
 	}
@@ -88,11 +104,21 @@ func (s *Service) Invoke(ctx context.Context, pol *policy.Policy, from, to jid.J
 	}
 	capErr := s.reserve()
 	reserved := capErr == nil
+	if capErr == nil && freshErr == nil {
+		// The caller's quotas, read before the commit like the capacity;
+		// a replay still finds its task in the commit, whatever they say.
+		capErr = s.checkQuota(ctx, req.Caller)
+	}
 	var (
 		adm    task.Admission
 		answer error
 	)
-	err = s.gc.Do(ctx, func(tx *db.TaskTx) error {
+	// A store fault is retried for callerRetryWindow; one that persists,
+	// or a full disk at once, refuses the admission with
+	// <resource-constraint/>, type wait (retry.go).
+	actx, cancel := context.WithTimeout(ctx, callerRetryWindow)
+	defer cancel()
+	err = s.commit(actx, time.Time{}, true, func(tx *db.TaskTx) error {
 		adm, answer = task.Admission{}, nil
 		if freshErr == nil && capErr == nil {
 			// The common case in one statement: pinnable and no replay
@@ -156,6 +182,8 @@ func (s *Service) Invoke(ctx context.Context, pol *policy.Policy, from, to jid.J
 		return Admission{}, task.ErrNotFound
 	case errors.Is(err, db.ErrCommitterClosed):
 		return Admission{}, task.ErrServiceUnavailable
+	case db.Transient(err):
+		return Admission{}, task.ErrResourceConstraint
 	case err != nil:
 		return Admission{}, err
 	case answer != nil:
@@ -213,7 +241,9 @@ func (s *Service) load(ctx context.Context, target, version string) (*manifest.M
 	if m := s.manifests.get(target, version); m != nil && m.Hash == v.Hash {
 		return m, nil
 	}
-	m, err := manifest.Parse(v.Canonical, manifest.Options{})
+	// The cache keeps the compiled schemas, so that each pinned schema is
+	// compiled once while its manifest is cached.
+	m, err := manifest.Parse(v.Canonical, manifest.Options{KeepValidators: true})
 	if err != nil {
 		return nil, fmt.Errorf("taskd: stored manifest %s %s: %w", target, version, err)
 	}
@@ -281,6 +311,7 @@ func (s *Service) ToolFeatures(endpoint string) []string {
 type manifestCache struct {
 	mu    sync.Mutex
 	byKey map[string]*manifest.Manifest
+	bytes int // canonical bytes held
 }
 
 func (c *manifestCache) get(target, version string) *manifest.Manifest {
@@ -292,8 +323,14 @@ func (c *manifestCache) get(target, version string) *manifest.Manifest {
 func (c *manifestCache) put(target, version string, m *manifest.Manifest) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.byKey) >= maxCachedManifests {
-		clear(c.byKey)
+	key := target + " " + version
+	if old := c.byKey[key]; old != nil {
+		c.bytes -= len(old.Canonical)
 	}
-	c.byKey[target+" "+version] = m
+	if len(c.byKey) >= maxCachedManifests || c.bytes+len(m.Canonical) > maxCachedManifestBytes {
+		clear(c.byKey)
+		c.bytes = 0
+	}
+	c.byKey[key] = m
+	c.bytes += len(m.Canonical)
 }

@@ -73,7 +73,12 @@ func (s *Service) ProvideInput(ctx context.Context, from, to jid.JID, payload wi
 	if err != nil {
 		return task.InputAccepted{}, err
 	}
+	if err := s.preauthorize(ctx, req.TaskID, from, to); err != nil {
+		return task.InputAccepted{}, err
+	}
 	var out task.InputOutcome
+	ctx, cancel := context.WithTimeout(ctx, callerRetryWindow)
+	defer cancel()
 	_, err = s.mutate(ctx, req.TaskID, func(tx *db.TaskTx, t *task.Task, now time.Time) (task.Step, error) {
 		var rec *task.InputRecord
 		// The input record is looked up only for the task's own caller:
@@ -114,7 +119,12 @@ func (s *Service) Cancel(ctx context.Context, from, to jid.JID, payload wire.Ele
 	if err != nil {
 		return task.CancelAccepted{}, err
 	}
+	if err := s.preauthorize(ctx, req.TaskID, from, to); err != nil {
+		return task.CancelAccepted{}, err
+	}
 	var out task.CancelOutcome
+	ctx, cancel := context.WithTimeout(ctx, callerRetryWindow)
+	defer cancel()
 	step, err := s.mutate(ctx, req.TaskID, func(_ *db.TaskTx, t *task.Task, now time.Time) (task.Step, error) {
 		var err error
 		out, err = s.m.Cancel(t, from, to, req, now)
@@ -142,11 +152,29 @@ func (s *Service) Cancel(ctx context.Context, from, to jid.JID, payload wire.Ele
 	return out.Accepted, nil
 }
 
-// commandError turns a closed service into <service-unavailable/>; every
-// other error is returned as it is.
+// preauthorize authorizes a task command against a read of the committed
+// task (task.Authorize), before it queues for the group committer: a
+// command from anyone but the task's caller, or for a task that does not
+// exist, never reaches the single writer. It answers <item-not-found/>,
+// the same bytes as the authorization in the transaction.
+func (s *Service) preauthorize(ctx context.Context, id string, from, to jid.JID) error {
+	t, err := s.read(ctx, id)
+	if err != nil {
+		return err
+	}
+	return task.Authorize(t, id, from, to, s.clock.Now())
+}
+
+// commandError turns a closed service into <service-unavailable/>, and a
+// store fault that outlasted its retries (retry.go) into
+// <resource-constraint/>, type wait: the identical command may be sent
+// again. Every other error is returned as it is.
 func commandError(err error) error {
-	if errors.Is(err, db.ErrCommitterClosed) {
+	switch {
+	case errors.Is(err, db.ErrCommitterClosed):
 		return task.ErrServiceUnavailable
+	case db.Transient(err):
+		return task.ErrResourceConstraint
 	}
 	return err
 }

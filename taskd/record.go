@@ -87,13 +87,15 @@ type command func(tx *db.TaskTx, t *task.Task, now time.Time) (task.Step, error)
 // answer once the step is durable. After the commit, and before mutate
 // returns, the step's events are queued for sending in commit order and
 // the task's execution and timer follow its new state (see committed). A
-// fault of the store is returned as the error, with nothing written.
+// store fault that may clear is retried until the task's deadline or the
+// end of ctx (retry.go); one that persists is returned as the error, with
+// nothing written.
 func (s *Service) mutate(ctx context.Context, id string, cmd command) (task.Step, error) {
 	var (
 		step   task.Step
 		answer error
 	)
-	err := s.gc.Do(ctx, func(tx *db.TaskTx) error {
+	err := s.commit(ctx, s.retryUntil(id), false, func(tx *db.TaskTx) error {
 		step, answer = task.Step{}, nil
 		var cur *task.Task
 		rec, err := tx.Task(id)
@@ -139,8 +141,8 @@ func (s *Service) committed(step task.Step) {
 }
 
 // publish queues events for the notifier: from the endpoint to the route
-// that invoked the task. A full queue drops them: events are best-effort,
-// and task-state recovers what was lost.
+// that invoked the task. A full queue drops them (progress first, see
+// notes.go): events are best-effort, and task-state recovers what was lost.
 func (s *Service) publish(t *task.Task, evs []task.Event) {
 	from, err1 := jid.Parse(t.Target)
 	to, err2 := jid.Parse(t.Route)
@@ -148,10 +150,12 @@ func (s *Service) publish(t *task.Task, evs []task.Event) {
 		return
 	}
 	for _, ev := range evs {
-		select {
-		case s.notes <- note{from: from, to: to, ev: ev}:
-		default:
-			s.log.Warn("event queue full: dropping a task event", "task", t.ID, "revision", ev.Revision)
+		if !s.notes.push(note{from: from, to: to, ev: ev}) {
+			// Warn once per spell, not once per event: a long outage
+			// with busy tasks would flood the log.
+			if s.dropped.Add(1) == 1 {
+				s.log.Warn("event queue full: dropping task events until it drains; task-state recovers them", "task", t.ID, "revision", ev.Revision)
+			}
 		}
 	}
 }

@@ -30,6 +30,9 @@ type RuntimeOptions struct {
 	// MCP, if set, may change the options of each mcp runtime before it
 	// is built (tests shorten timeouts with it).
 	MCP func(endpoint string, o *mcp.Options)
+	// Tracker, if set, records the process group of every exec tool and
+	// stdio MCP server (ProcessRecorder).
+	Tracker runtime.ProcessTracker
 }
 
 // Hosted is the runtime of every configured [[endpoint]], as Runtimes
@@ -79,6 +82,7 @@ func Runtimes(ctx context.Context, store *db.Store, endpoints []config.Endpoint,
 			rt, err := exec.New(exec.Options{
 				Command: ep.Command, Dir: ep.Dir, Env: ep.Env,
 				Grace: ep.Grace, KillGrace: ep.KillGrace,
+				Tracker: opts.Tracker,
 			})
 			if err != nil {
 				h.Close()
@@ -87,9 +91,14 @@ func Runtimes(ctx context.Context, store *db.Store, endpoints []config.Endpoint,
 			h.Runtimes[ep.JID] = rt
 		case config.RuntimeMCP:
 			eo := mcpsync.EndpointOptions{Availability: opts.Availability, Log: opts.Log}
-			if opts.MCP != nil {
+			if opts.MCP != nil || opts.Tracker != nil {
 				jid := ep.JID
-				eo.Adjust = func(o *mcp.Options) { opts.MCP(jid, o) }
+				eo.Adjust = func(o *mcp.Options) {
+					o.Tracker = opts.Tracker
+					if opts.MCP != nil {
+						opts.MCP(jid, o)
+					}
+				}
 			}
 			e, err := mcpsync.NewEndpoint(store, ep, eo)
 			if err != nil {

@@ -49,6 +49,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"agentgw/db"
@@ -67,9 +68,12 @@ const (
 	DefaultMaxActive = 10000
 	// purgeBatch is how many tasks one purge transaction deletes.
 	purgeBatch = 256
-	// noteQueue bounds the events waiting to be sent; past it they are
-	// dropped (events are best-effort; task-state recovers them).
-	noteQueue = 8192
+	// notifyAttempts bounds the sends of one event: each failed send is
+	// retried once Ready reports a stream again, and after the last the
+	// event is dropped, so a stream that keeps failing cannot hold back
+	// every later event for ever. notifyPause spaces the attempts.
+	notifyAttempts = 5
+	notifyPause    = 100 * time.Millisecond
 	// stopWait bounds how long Close waits for executions to stop.
 	stopWait = 10 * time.Second
 )
@@ -110,14 +114,26 @@ type Options struct {
 	// executes its tools. An endpoint without one admits no task.
 	Runtimes map[string]runtime.Runtime
 	// Notify sends one event notification from the endpoint to the
-	// invoking route. It is called from one goroutine, in commit order; an
-	// error (no stream) loses the event, which is allowed. Nil drops
-	// every event.
+	// invoking route. It is called from one goroutine, in commit order.
+	// Without Ready an error (no stream) loses the event, which is
+	// allowed. Nil drops every event.
 	Notify func(from, to jid.JID, ev task.Event) error
+	// Ready, if set, blocks until events can be sent (the gateway's
+	// WaitConnected) or ctx ends. The notifier waits for it before each
+	// event, so events committed while no stream is up (recovery at start,
+	// a reconnect) are held in order, up to noteQueue, and sent once it is
+	// up; an event whose send fails is sent again after the next Ready, up
+	// to notifyAttempts times.
+	Ready func(ctx context.Context) error
 	// Availability, if set, hears about runtimes going down and up.
 	Availability Availability
 	// MaxActive bounds the tasks that are not terminal (0: DefaultMaxActive).
 	MaxActive int
+	// MaxFinishedPerCaller and MaxBytesPerCaller are the quotas of one
+	// caller (quota.go): its settled tasks kept, and the bytes its tasks
+	// keep. 0 is no quota.
+	MaxFinishedPerCaller int
+	MaxBytesPerCaller    int64
 	// PurgeInterval is how often expired tasks are deleted (0:
 	// DefaultPurgeInterval).
 	PurgeInterval time.Duration
@@ -154,10 +170,16 @@ type Service struct {
 	started  bool
 	closed   bool
 
+	// diskFull is set while the database's disk is full (retry.go).
+	diskFull atomic.Bool
+
 	kick  chan struct{}
-	notes chan note
-	loops sync.WaitGroup
-	sent  chan struct{} // closed when the notifier has finished
+	notes *notes
+	// dropped counts the events dropped since the queue last drained
+	// to half (publish, notifier).
+	dropped atomic.Int64
+	loops   sync.WaitGroup
+	sent    chan struct{} // closed when the notifier has finished
 }
 
 // liveTask is the in-memory side of a task that is not terminal: its
@@ -166,6 +188,8 @@ type liveTask struct {
 	id, target, version, tool string
 	wake                      time.Time
 	index                     int // in Service.wakes; -1 while ticking
+	// deadline bounds the retries of its transitions (retry.go).
+	deadline time.Time
 
 	dispatched bool // Dispatch or recovery has claimed it
 	exe        runtime.Execution
@@ -222,7 +246,7 @@ func New(store *db.Store, opts Options) (*Service, error) {
 		cancel:    cancel,
 		live:      map[string]*liveTask{},
 		kick:      make(chan struct{}, 1),
-		notes:     make(chan note, noteQueue),
+		notes:     newNotes(),
 		sent:      make(chan struct{}),
 	}
 	go s.notifier()
@@ -308,7 +332,7 @@ wait:
 	s.loops.Wait()
 	err := s.gc.Close()
 	// The committer has stopped, so no hook queues an event any more.
-	close(s.notes)
+	s.notes.close()
 	<-s.sent
 	return err
 }
@@ -316,17 +340,52 @@ wait:
 // notifier sends queued events in commit order until Close.
 func (s *Service) notifier() {
 	defer close(s.sent)
-	for n := range s.notes {
+	for {
+		n, ok := s.notes.pop()
+		if !ok {
+			return
+		}
 		if s.opts.Notify != nil {
-			// A failed send loses the event, which the protocol allows.
-			_ = s.opts.Notify(n.from, n.to, n.ev)
+			s.notify(n)
+		}
+		// Once the queue has drained to half, say how many were dropped
+		// and warn again at the next drop.
+		if s.dropped.Load() > 0 && s.notes.len() < noteQueue/2 {
+			s.log.Warn("event queue has room again", "dropped", s.dropped.Swap(0))
+		}
+	}
+}
+
+// notify sends one event, waiting for Ready first and retrying a failed
+// send after the next Ready. Once the service is closing it tries once and
+// gives up: Close must not wait for a stream.
+func (s *Service) notify(n note) {
+	for attempt := 1; ; attempt++ {
+		closing := false
+		if s.opts.Ready != nil {
+			closing = s.opts.Ready(s.ctx) != nil
+		}
+		err := s.opts.Notify(n.from, n.to, n.ev)
+		if err == nil {
+			return
+		}
+		if s.opts.Ready == nil || closing || attempt == notifyAttempts {
+			// A lost event is allowed: task-state recovers it.
+			s.log.Debug("taskd: event not sent", "to", n.to.String(), "revision", n.ev.Revision, "err", err)
+			return
+		}
+		// The failed send is dropping its stream; give the gateway a
+		// moment to say so before asking Ready again.
+		select {
+		case <-s.ctx.Done():
+		case <-time.After(notifyPause):
 		}
 	}
 }
 
 // addLiveLocked tracks a task that is not terminal; s.mu is held.
 func (s *Service) addLiveLocked(t *task.Task) *liveTask {
-	lt := &liveTask{id: t.ID, target: t.Target, version: t.APIVersion, tool: t.Tool, index: -1}
+	lt := &liveTask{id: t.ID, target: t.Target, version: t.APIVersion, tool: t.Tool, index: -1, deadline: t.Deadline}
 	s.live[t.ID] = lt
 	s.setWakeLocked(lt, t.NextWake())
 	return lt

@@ -9,8 +9,10 @@
 // redacted, for the operator's log (runtime.Diagnostics); it never
 // reaches the caller.
 //
-// The command runs in its own process group with a minimal environment
-// (PATH and LANG, plus Options.Env). On cancellation the tool is told and
+// The command runs in its own process group, with a parent-death signal
+// on Linux and a minimal environment (PATH and LANG, plus Options.Env); the
+// group is recorded through Options.Tracker, so that what a gateway that
+// died left of it (grandchildren) is killed when the gateway starts again. On cancellation the tool is told and
 // given Options.Grace to finish; on the deadline, on settlement by the
 // gateway, or after a terminal report, its input is closed and it is
 // given the same grace. Then the group gets SIGTERM and, after
@@ -31,6 +33,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"agentgw/runtime"
@@ -54,6 +57,14 @@ const (
 	basePath = "/usr/local/bin:/usr/bin:/bin"
 	// writeQueue bounds the messages waiting to be written to a tool.
 	writeQueue = 16
+	// DefaultRestartWait bounds how long Start tries again to start a
+	// program that is being replaced (an upgrade in place: "text file
+	// busy", or missing for a moment) before it fails; the task's deadline
+	// bounds it too.
+	DefaultRestartWait = 10 * time.Second
+	// restartRetry is the first wait between two such tries; it doubles
+	// up to a second.
+	restartRetry = 50 * time.Millisecond
 )
 
 // Options configures the exec runtime of one endpoint.
@@ -73,6 +84,11 @@ type Options struct {
 	Grace, KillGrace             time.Duration
 	MaxLineBytes, MaxStderrBytes int
 	MaxDuration                  time.Duration
+	// RestartWait overrides DefaultRestartWait when positive.
+	RestartWait time.Duration
+	// Tracker, if set, records each tool's process group, so that what a
+	// gateway that died left of it is killed when it starts again.
+	Tracker runtime.ProcessTracker
 }
 
 // Runtime starts the configured command once per task.
@@ -116,6 +132,7 @@ func New(opts Options) (*Runtime, error) {
 	def(&opts.Grace, DefaultGrace)
 	def(&opts.KillGrace, DefaultKillGrace)
 	def(&opts.MaxDuration, DefaultMaxDuration)
+	def(&opts.RestartWait, DefaultRestartWait)
 	if opts.MaxLineBytes <= 0 {
 		opts.MaxLineBytes = DefaultMaxLineBytes
 	}
@@ -154,11 +171,51 @@ func (r *Runtime) Start(ctx context.Context, call runtime.Call, rep runtime.Repo
 		done:       make(chan struct{}),
 		stderr:     &runtime.Tail{Max: r.opts.MaxStderrBytes},
 		exitCode:   -1,
-		secrets:    secretStrings(call.Arguments, nil),
+		secrets:    secretStrings(call.Arguments, envValues(r.opts.Env)),
 	}
 	if e.deadline.IsZero() {
 		e.deadline = time.Now().Add(r.opts.MaxDuration)
 	}
+	until := time.Now().Add(r.opts.RestartWait)
+	if e.deadline.Before(until) {
+		until = e.deadline
+	}
+	for delay := restartRetry; ; delay = min(2*delay, time.Second) {
+		err := r.spawn(e, line)
+		if err == nil || !r.replacing(err) || !time.Now().Add(delay).Before(until) {
+			if err != nil {
+				return nil, err
+			}
+			break
+		}
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
+			return nil, err
+		}
+	}
+	go e.supervise(ctx, rep)
+	return e, nil
+}
+
+// replacing reports whether a start failed because the program is being
+// replaced: busy while written, or itself missing (between a remove and a
+// rename). A program that is there but whose interpreter is missing is
+// not being replaced.
+func (r *Runtime) replacing(err error) bool {
+	if errors.Is(err, syscall.ETXTBSY) {
+		return true
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return false
+	}
+	_, serr := os.Stat(r.opts.Command[0])
+	return errors.Is(serr, os.ErrNotExist)
+}
+
+// spawn starts the command for e, hands it the invoke line and starts the
+// goroutines that serve its pipes.
+func (r *Runtime) spawn(e *execution, line []byte) (err error) {
 	var files []*os.File
 	closeAll := func() {
 		for _, f := range files {
@@ -178,7 +235,7 @@ func (r *Runtime) Start(ctx context.Context, call runtime.Call, rep runtime.Repo
 	stderrR, stderrW := pipe()
 	if err != nil {
 		closeAll()
-		return nil, fmt.Errorf("exec: pipes: %w", err)
+		return fmt.Errorf("exec: pipes: %w", err)
 	}
 	cmd := osexec.Command(r.opts.Command[0], r.opts.Command[1:]...)
 	cmd.Dir = r.opts.Dir
@@ -187,7 +244,7 @@ func (r *Runtime) Start(ctx context.Context, call runtime.Call, rep runtime.Repo
 	setGroup(cmd)
 	if err := cmd.Start(); err != nil {
 		closeAll()
-		return nil, fmt.Errorf("exec: start %s: %w", filepath.Base(r.opts.Command[0]), err)
+		return fmt.Errorf("exec: start %s: %w", filepath.Base(r.opts.Command[0]), err)
 	}
 	// The child has its ends now; holding ours open would keep the reads
 	// below from ever seeing end of file.
@@ -195,13 +252,16 @@ func (r *Runtime) Start(ctx context.Context, call runtime.Call, rep runtime.Repo
 	stdoutW.Close()
 	stderrW.Close()
 	e.pid = cmd.Process.Pid
+	if r.opts.Tracker != nil {
+		// Recorded before the tool is given its call.
+		r.opts.Tracker.Started(e.pid)
+	}
 	e.send(line)
 	go e.writer(stdinW)
 	go e.readStdout(stdoutR)
 	go e.readStderr(stderrR)
 	go e.wait(cmd)
-	go e.supervise(ctx, rep)
-	return e, nil
+	return nil
 }
 
 // lineEvent is one line of the tool's output, parsed.
@@ -267,6 +327,17 @@ func (e *execution) Diagnostics() runtime.Diagnostics {
 	code, note, secrets := e.exitCode, e.note, e.secrets
 	e.mu.Unlock()
 	return runtime.Diagnostics{ExitCode: code, Note: note, Stderr: e.stderr.Text(redactor(secrets))}
+}
+
+// redactFailure removes the execution's secrets (argument and input
+// strings, configured env values) from a failure the tool reported: its
+// message reaches the caller.
+func (e *execution) redactFailure(f runtime.Failure) runtime.Failure {
+	e.mu.Lock()
+	secrets := e.secrets
+	e.mu.Unlock()
+	f.Message = redactor(secrets)(f.Message)
+	return f
 }
 
 // setNote records why the execution ended abnormally; the first reason
@@ -364,6 +435,9 @@ func (e *execution) readStderr(r *os.File) {
 func (e *execution) wait(cmd *osexec.Cmd) {
 	_ = cmd.Wait()
 	signalGroup(e.pid, true)
+	if e.opts.Tracker != nil {
+		e.opts.Tracker.Ended(e.pid)
+	}
 	e.mu.Lock()
 	if cmd.ProcessState != nil {
 		e.exitCode = cmd.ProcessState.ExitCode()
@@ -452,7 +526,7 @@ func (e *execution) supervise(ctx context.Context, rep runtime.Reporter) {
 				case msgResult:
 					_ = report(rep.Complete(m.result))
 				case msgError:
-					_ = report(rep.Fail(m.failure))
+					_ = report(rep.Fail(e.redactFailure(m.failure)))
 				default:
 					_ = report(rep.Cancelled(m.cancelled))
 				}

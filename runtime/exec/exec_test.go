@@ -491,3 +491,34 @@ func TestNew(t *testing.T) {
 		t.Error("start of a broken command succeeded")
 	}
 }
+
+// A program being replaced (missing for a moment, as between a remove and
+// a rename) is started once it is back, within RestartWait; one that stays
+// missing fails the start once RestartWait has passed.
+func TestStartWaitsForReplacedProgram(t *testing.T) {
+	p := script(t, `read -r line
+echo '{"type":"result","result":{"content":[{"type":"text","text":"back"}],"isError":false}}'
+`)
+	r := newRuntime(t, exec.Options{Command: []string{p}})
+	aside := p + ".new"
+	if err := os.Rename(p, aside); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		os.Rename(aside, p)
+	}()
+	rec := runtimetest.NewRecorder()
+	start(t, r, call("x", `{}`), rec)
+	if rep := rec.Next(t, timeout); rep.Kind != runtimetest.KindComplete {
+		t.Fatalf("report %+v", rep)
+	}
+
+	gone := newRuntime(t, exec.Options{Command: []string{p}, RestartWait: 200 * time.Millisecond})
+	if err := os.Remove(p); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gone.Start(context.Background(), call("x", `{}`), runtimetest.NewRecorder()); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("Start of a missing program: %v", err)
+	}
+}

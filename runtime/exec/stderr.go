@@ -57,3 +57,19 @@ func secretStrings(doc json.RawMessage, into []string) []string {
 	sort.Slice(into, func(i, j int) bool { return len(into[i]) > len(into[j]) })
 	return into
 }
+
+// envValues returns the configured env values (Options.Env) long enough to
+// redact, longest first: an operator may configure a credential there, and
+// a tool may print its environment to standard error. PATH and LANG are
+// not secrets.
+func envValues(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		if k != "PATH" && k != "LANG" && len(v) >= minSecretLen && len(out) < maxSecrets {
+			out = append(out, v)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
+	return out
+}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -110,7 +111,18 @@ type outcome struct {
 	failure   *runtime.Failure
 	cancelled bool // ended by our cancellation
 	note      string
+	// undelivered: the session failed before tools/call was written to
+	// it, so the server never saw the call, which may be made again on
+	// the next session.
+	undelivered bool
 }
+
+// deadSessionWait bounds the wait for a session on which a request could
+// not be written to end, before the call is made on the next session.
+const deadSessionWait = time.Second
+
+// errUndelivered means a tools/call was never written to the transport.
+var errUndelivered = errors.New("mcp: the request was not sent")
 
 // elicitation is one elicitation/create waiting for the caller.
 type elicitation struct {
@@ -252,16 +264,27 @@ func (e *execution) onElicit(ctx context.Context, p *sdk.ElicitParams) (*sdk.Eli
 }
 
 // run acquires the upstream, drives the call, and makes every report from
-// this one goroutine.
+// this one goroutine. An upstream that is restarting is waited for, for
+// Options.RestartWait at most (ctx, which ends when the task settles,
+// bounds it too); so is a session that failed before the call was written
+// to it, which the server never saw: the call is made on the next one.
 func (e *execution) run(ctx context.Context) {
 	defer close(e.done)
-	s, release, err := e.r.up.acquire(ctx, e.r.opts.ColdStart, false)
+	until := time.Now().Add(e.r.opts.RestartWait)
+	for e.attempt(ctx, until) {
+	}
+}
+
+// attempt makes the call on one session and reports that it must be made
+// again on the next: the session failed before the call was written to it.
+func (e *execution) attempt(ctx context.Context, until time.Time) (again bool) {
+	s, release, err := e.r.up.acquire(ctx, e.r.opts.ColdStart, false, until)
 	if err != nil {
 		if ctx.Err() == nil {
 			e.setNote(err.Error())
 			_ = e.rep.Fail(failNotAvailable)
 		}
-		return
+		return false
 	}
 	defer release()
 	e.r.register(e, s.cs)
@@ -322,6 +345,20 @@ func (e *execution) run(ctx context.Context) {
 				}
 			case evOutcome:
 				o := ev.outcome
+				if o.undelivered && !settled && !cancelling && ctx.Err() == nil && time.Now().Before(until) {
+					// The server never saw the call: wait for this session
+					// to end (so that the next acquire finds it gone), then
+					// make the call on the next one. A session that does not
+					// end soon is not dead, and the failure stands.
+					t := time.NewTimer(min(time.Until(until), deadSessionWait))
+					defer t.Stop()
+					select {
+					case <-s.done:
+						return true
+					case <-t.C:
+					case <-ctx.Done():
+					}
+				}
 				if o.note != "" {
 					e.setNote(o.note)
 				}
@@ -367,7 +404,7 @@ func (e *execution) drive(ctx context.Context, s *session, cancel <-chan struct{
 		if ctx.Err() != nil {
 			return outcome{cancelled: true}
 		}
-		return outcome{failure: &failLost, note: "tools/list: " + s.secrets.redact(err.Error())}
+		return outcome{failure: &failLost, note: "tools/list: " + s.secrets.redact(err.Error()), undelivered: true}
 	}
 	if support == "required" {
 		if !s.tasksCall {
@@ -395,7 +432,8 @@ func (e *execution) drive(ctx context.Context, s *session, cancel <-chan struct{
 	case callCtx.Err() != nil:
 		return outcome{cancelled: true}
 	default:
-		return outcome{failure: &failLost, note: "tools/call: " + s.secrets.redact(errString(err))}
+		return outcome{failure: &failLost, note: "tools/call: " + s.secrets.redact(errString(err)),
+			undelivered: errors.Is(err, errUndelivered)}
 	}
 }
 
@@ -413,6 +451,9 @@ func (e *execution) callTool(ctx context.Context, s *session, task json.RawMessa
 	if !ok {
 		if err == nil {
 			err = errors.New("no response")
+		}
+		if !cp.wasSent() {
+			err = fmt.Errorf("%w: %w", errUndelivered, err)
 		}
 		return nil, nil, err
 	}

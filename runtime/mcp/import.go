@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -81,7 +82,7 @@ type Note struct {
 // imported at all (the server is unreachable, tools/list fails, or the
 // assembled manifest is refused as a whole), never silently.
 func (r *Runtime) Import(ctx context.Context, jid string) (*Imported, error) {
-	s, release, err := r.up.acquire(ctx, true, true)
+	s, release, err := r.up.acquire(ctx, true, true, time.Time{})
 	if err != nil {
 		return nil, fmt.Errorf("mcp: import: %w", err)
 	}

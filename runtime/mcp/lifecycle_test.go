@@ -113,7 +113,7 @@ func TestStdioImport(t *testing.T) {
 }
 
 func TestStdioCommandNotFound(t *testing.T) {
-	r, _ := newRuntime(t, mcp.Options{Command: []string{"agentgw-no-such-mcp-server"}})
+	r, _ := newRuntime(t, mcp.Options{Command: []string{"agentgw-no-such-mcp-server"}, RestartWait: 100 * time.Millisecond})
 	_, err := r.Import(context.Background(), jid)
 	if err == nil || !strings.Contains(err.Error(), "not found in PATH") {
 		t.Errorf("Import: %v", err)
@@ -233,7 +233,9 @@ func TestKeepWarm(t *testing.T) {
 			return srv.Dial(ctx)
 		},
 		BackoffMin: 10 * time.Millisecond, BackoffMax: 20 * time.Millisecond,
-		OnStatus: log.record,
+		// A call waits this long for the restarts before it fails.
+		RestartWait: 50 * time.Millisecond,
+		OnStatus:    log.record,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -251,6 +253,42 @@ func TestKeepWarm(t *testing.T) {
 	next(t, rec, runtimetest.KindComplete)
 	r.Close()
 	log.waitState(t, mcp.StateClosed)
+}
+
+// A call that finds a kept-warm upstream restarting (in backoff) waits for
+// the restart, and completes once it is up.
+func TestCallWaitsForRestart(t *testing.T) {
+	srv := mcptest.New(mcptest.Options{})
+	var broken atomic.Bool
+	broken.Store(true)
+	attempts := make(chan struct{}, 1)
+	r, err := mcp.New(mcp.Options{
+		Dial: func(ctx context.Context) (sdk.Transport, error) {
+			if broken.Load() {
+				select {
+				case attempts <- struct{}{}:
+				default:
+				}
+				return nil, errors.New("refused")
+			}
+			return srv.Dial(ctx)
+		},
+		BackoffMin: 10 * time.Millisecond, BackoffMax: 20 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	<-attempts
+	rec := runtimetest.NewRecorder()
+	start(t, r, call("echo", `{"text":"waited"}`), rec)
+	// Restarts keep failing for a while after the call arrived.
+	<-attempts
+	<-attempts
+	broken.Store(false)
+	if got := textOf(t, next(t, rec, runtimetest.KindComplete)); got != "waited" {
+		t.Fatalf("result %q", got)
+	}
 }
 
 // A cold-startable upstream stops when idle and wakes for the next call.

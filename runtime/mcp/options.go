@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"net/http"
 	"net/url"
@@ -14,6 +13,8 @@ import (
 	"time"
 
 	"agentgw/internal/ident"
+	"agentgw/internal/secretfile"
+	"agentgw/runtime"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -33,6 +34,11 @@ const (
 	// restart; it doubles with each consecutive failure.
 	DefaultBackoffMin = 500 * time.Millisecond
 	DefaultBackoffMax = 30 * time.Second
+	// DefaultRestartWait bounds how long a call that finds the upstream
+	// starting, restarting (in backoff) or just lost waits for it to come
+	// up before it fails as unavailable; the task's deadline bounds it
+	// too.
+	DefaultRestartWait = 10 * time.Second
 	// DefaultPollInterval is the MCP Tasks polling interval when the
 	// server suggests none; server suggestions are clamped to
 	// [MinPollInterval, MaxPollInterval].
@@ -114,6 +120,8 @@ type Options struct {
 	ConnectTimeout, TerminateGrace time.Duration
 	BackoffMin, BackoffMax         time.Duration
 	PollInterval                   time.Duration
+	// RestartWait overrides DefaultRestartWait when positive.
+	RestartWait time.Duration
 
 	// AgentName, AgentTitle and AgentDescription fill agent.name,
 	// agent.title and agent.description of an imported manifest. Empty
@@ -131,6 +139,10 @@ type Options struct {
 	// OnToolsChanged, if set, is called when the server announces
 	// notifications/tools/list_changed; the gateway may then import again.
 	OnToolsChanged func()
+	// Tracker, if set, records the process group of each stdio server
+	// started, so that what a gateway that died left of it is killed when
+	// it starts again.
+	Tracker runtime.ProcessTracker
 }
 
 // reservedHeaders are set by the transport and may not be configured.
@@ -222,6 +234,7 @@ func (o *Options) check() error {
 	def(&o.ConnectTimeout, DefaultConnectTimeout)
 	def(&o.TerminateGrace, DefaultTerminateGrace)
 	def(&o.BackoffMin, DefaultBackoffMin)
+	def(&o.RestartWait, DefaultRestartWait)
 	def(&o.BackoffMax, DefaultBackoffMax)
 	def(&o.PollInterval, DefaultPollInterval)
 	if o.IdleTimeout == 0 {
@@ -238,21 +251,13 @@ func (o *Options) check() error {
 
 // readSecret reads a value file: at most maxSecretFileBytes, one trailing
 // newline removed. Errors never contain the file's content.
+// A file that group or others can read is refused (internal/secretfile).
 func readSecret(path string) (string, error) {
-	f, err := os.Open(path)
+	buf, err := secretfile.Read(path, maxSecretFileBytes)
 	if err != nil {
 		return "", err
 	}
-	defer f.Close()
-	buf, err := io.ReadAll(io.LimitReader(f, maxSecretFileBytes+1))
-	if err != nil {
-		return "", err
-	}
-	n := len(buf)
-	if n > maxSecretFileBytes {
-		return "", fmt.Errorf("file exceeds %d bytes", maxSecretFileBytes)
-	}
-	s := string(buf[:n])
+	s := string(buf)
 	s = strings.TrimSuffix(s, "\n")
 	s = strings.TrimSuffix(s, "\r")
 	return s, nil
@@ -300,6 +305,13 @@ func (o *Options) loadSecrets() (*secrets, error) {
 	for _, k := range o.EnvPass {
 		if v, ok := os.LookupEnv(k); ok {
 			s.env = append(s.env, k+"="+v)
+			add(v)
+		}
+	}
+	// The literal env values are meant for settings, but an operator may
+	// still put a credential there: they are redacted too.
+	for _, kv := range o.Env {
+		if k, v, _ := strings.Cut(kv, "="); k != "PATH" && k != "LANG" {
 			add(v)
 		}
 	}

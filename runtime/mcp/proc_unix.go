@@ -8,9 +8,10 @@ import (
 )
 
 // setGroup makes the stdio server the leader of a new process group, so
-// that it and everything it starts can be killed together.
+// that it and everything it starts can be killed together, and on Linux
+// kills it when the gateway dies (sysProcAttr).
 func setGroup(cmd *osexec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = sysProcAttr()
 }
 
 // signalGroup kills the process group led by pid. A group that no longer

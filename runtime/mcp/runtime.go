@@ -63,7 +63,7 @@ func New(opts Options) (*Runtime, error) {
 		byTask:  make(map[taskKey]*execution),
 		active:  make(map[*sdk.ClientSession]map[*execution]struct{}),
 	}
-	r.up = &upstream{r: r, ctx: ctx}
+	r.up = &upstream{r: r, ctx: ctx, changed: make(chan struct{})}
 	r.up.st.Since = time.Now()
 	r.client = sdk.NewClient(&sdk.Implementation{Name: clientName, Version: clientVersion}, &sdk.ClientOptions{
 		// Form elicitation only: URL mode has no XMPP representation, and

@@ -33,6 +33,7 @@ type capture struct {
 
 	mu      sync.Mutex
 	claimed bool
+	sent    bool // the request was written to the transport
 	done    bool
 	result  json.RawMessage
 	rpcErr  *jsonrpc.Error
@@ -74,6 +75,14 @@ func (c *capture) fill(resp *jsonrpc.Response) {
 // outcome returns the raw result or the JSON-RPC error of the response;
 // ok is false when no response arrived (a transport failure or a
 // cancellation).
+// wasSent reports whether the request was written to the transport: a
+// request that was not never reached the server.
+func (c *capture) wasSent() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sent
+}
+
 func (c *capture) outcome() (result json.RawMessage, rpcErr *jsonrpc.Error, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -86,6 +95,9 @@ type tapTransport struct {
 	// progress receives notifications/progress in wire order.
 	progress func(params json.RawMessage)
 	conn     *tapConn // set by Connect
+	// started, if set, runs once the inner transport has connected (a
+	// stdio server's process has started).
+	started func()
 }
 
 // Connect implements sdk.Transport.
@@ -93,6 +105,11 @@ func (t *tapTransport) Connect(ctx context.Context) (sdk.Connection, error) {
 	c, err := t.inner.Connect(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if t.started != nil {
+		// The stdio server's process has started; it is recorded before
+		// the session is initialized.
+		t.started()
 	}
 	t.conn = &tapConn{inner: c, progress: t.progress, pending: make(map[jsonrpc.ID]*capture)}
 	return t.conn, nil
@@ -171,6 +188,9 @@ func (c *tapConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		c.mu.Unlock()
 		return err
 	}
+	cp.mu.Lock()
+	cp.sent = true
+	cp.mu.Unlock()
 	return nil
 }
 

@@ -141,7 +141,8 @@ func (e *execution) driveTask(ctx context.Context, s *session, cancel <-chan str
 	case cancelledEarly || ctx.Err() != nil:
 		return outcome{cancelled: true}
 	default:
-		return outcome{failure: &failLost, note: "tools/call: " + s.secrets.redact(errString(err))}
+		return outcome{failure: &failLost, note: "tools/call: " + s.secrets.redact(errString(err)),
+			undelivered: errors.Is(err, errUndelivered)}
 	}
 	var created struct {
 		Task *mcpTask `json:"task"`

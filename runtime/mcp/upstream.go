@@ -98,6 +98,9 @@ type upstream struct {
 	startDone chan struct{} // closed when the running start attempt ends
 	timer     *time.Timer   // restart (backoff) or idle stop
 	inflight  int
+	// changed is closed, and replaced, at every change of state: calls
+	// waiting for a restart wait on it.
+	changed chan struct{}
 
 	notifyMu sync.Mutex
 	seq      uint64 // of the last status computed
@@ -130,6 +133,10 @@ func (u *upstream) setStateLocked(s State) (Status, uint64) {
 		u.st.State = s
 		u.st.Since = time.Now()
 	}
+	if u.changed != nil {
+		close(u.changed)
+	}
+	u.changed = make(chan struct{})
 	u.st.Up = s == StateUp
 	u.seq++
 	return u.st, u.seq
@@ -160,10 +167,53 @@ func (u *upstream) status() Status {
 // stopped or backing-off upstream is started only when wake is set (and,
 // in backoff, only once the backoff has elapsed unless force is set).
 // release must be called when the caller is done with the session.
-func (u *upstream) acquire(ctx context.Context, wake, force bool) (*session, func(), error) {
+//
+// Until zero, a start that fails is reported at once. Otherwise the
+// caller waits, until then at most, for an upstream that is restarting: a
+// start in progress, the restarts of the backoff, and (when wake is set)
+// cold starts once their backoff has elapsed. A restart due after until is
+// not waited for.
+func (u *upstream) acquire(ctx context.Context, wake, force bool, until time.Time) (*session, func(), error) {
 	waited := false
 	for {
 		u.mu.Lock()
+		if !until.IsZero() && u.st.State != StateUp && u.st.State != StateClosed && u.st.State != StateStarting &&
+			time.Now().Before(until) && (wake || u.st.State == StateBackoff) {
+			// Restarting: wait for the next start (a backoff timer, or the
+			// cold start made below once RetryAt has passed) if it is due
+			// in time.
+			retry := u.st.RetryAt
+			if retry.After(time.Now()) {
+				if retry.After(until) {
+					err := &downError{last: u.st.LastError}
+					u.mu.Unlock()
+					return nil, nil, err
+				}
+				ch := u.changed
+				u.mu.Unlock()
+				if err := waitChange(ctx, ch, retry); err != nil {
+					return nil, nil, err
+				}
+				continue
+			}
+			if u.st.State == StateBackoff {
+				// Due now: the backoff timer is about to start it.
+				ch := u.changed
+				u.mu.Unlock()
+				if err := waitChange(ctx, ch, until); err != nil {
+					return nil, nil, err
+				}
+				if time.Now().After(until) {
+					u.mu.Lock()
+					err := &downError{last: u.st.LastError}
+					u.mu.Unlock()
+					return nil, nil, err
+				}
+				continue
+			}
+			// Stopped and due: start it below, and wait again if it fails.
+			waited = false
+		}
 		switch u.st.State {
 		case StateClosed:
 			u.mu.Unlock()
@@ -179,7 +229,7 @@ func (u *upstream) acquire(ctx context.Context, wake, force bool) (*session, fun
 			u.mu.Unlock()
 			select {
 			case <-ch:
-				waited = true
+				waited = until.IsZero() || !time.Now().Before(until)
 			case <-ctx.Done():
 				return nil, nil, ctx.Err()
 			}
@@ -196,6 +246,21 @@ func (u *upstream) acquire(ctx context.Context, wake, force bool) (*session, fun
 			u.notify(st, seq)
 		}
 	}
+}
+
+// waitChange waits for ch (the next change of the upstream's state), for
+// at (a change may never come: a stopped upstream is cold-started again
+// by the caller) or for ctx to end.
+func waitChange(ctx context.Context, ch <-chan struct{}, at time.Time) error {
+	t := time.NewTimer(time.Until(at))
+	defer t.Stop()
+	select {
+	case <-ch:
+	case <-t.C:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return nil
 }
 
 // downError means the upstream is not up and the caller may not (or
@@ -430,12 +495,22 @@ func (r *Runtime) connect(ctx context.Context) (*session, error) {
 		}
 	}
 	tap := &tapTransport{inner: inner, progress: r.progress}
+	if ct, ok := inner.(*sdk.CommandTransport); ok && r.opts.Tracker != nil {
+		tap.started = func() {
+			if ct.Command.Process != nil {
+				r.opts.Tracker.Started(ct.Command.Process.Pid)
+			}
+		}
+	}
 	init := &capture{method: "initialize"}
 	cs, err := r.client.Connect(withCapture(ctx, init), tap, &sdk.ClientSessionOptions{ProtocolVersion: ProtocolVersion})
 	if err != nil {
 		msg := err.Error()
 		if ct, ok := inner.(*sdk.CommandTransport); ok && ct.Command.Process != nil {
 			signalGroup(ct.Command.Process.Pid)
+			if r.opts.Tracker != nil {
+				r.opts.Tracker.Ended(ct.Command.Process.Pid)
+			}
 		}
 		if s.stderr != nil {
 			// A server that dies at once says why on standard error.
@@ -466,6 +541,9 @@ func (r *Runtime) connect(ctx context.Context) (*session, error) {
 			// The go-sdk signals only the process it started; whatever
 			// remains of its group (npx starts node, for example) goes too.
 			signalGroup(pid)
+			if r.opts.Tracker != nil {
+				r.opts.Tracker.Ended(pid)
+			}
 		}
 		close(s.done)
 	}()

@@ -1,0 +1,180 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"agentgw/config"
+	"agentgw/mcpserver"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"mellium.im/xmpp/jid"
+)
+
+// mcpShutdownGrace bounds how long HTTP requests may finish at shutdown.
+const mcpShutdownGrace = 5 * time.Second
+
+// runMCP is `agentgw mcp -config FILE [-account JID] [-http ADDR]`: the
+// XMPP MCP Server (docs/mcp-server.md) over stdio, or Streamable HTTP at
+// ADDR/mcp. Logs go to stderr only: over stdio, stdout is the protocol.
+func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("mcp", flag.ContinueOnError)
+	path := fs.String("config", "", "configuration file")
+	account := fs.String("account", "", "the [[mcp.account]] to serve (default: the only one; over HTTP: all)")
+	httpAddr := fs.String("http", "", "serve Streamable HTTP at ADDR/mcp instead of stdio")
+	if _, err := parse(fs, args, 0, 0); err != nil {
+		return err
+	}
+	if err := requireConfig("mcp", *path); err != nil {
+		return err
+	}
+	cfg, err := config.LoadMCP(*path)
+	if err != nil {
+		return err
+	}
+	level := map[string]slog.Level{"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError}[cfg.LogLevel]
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	accounts, err := mcpAccounts(cfg.MCP, *account, *httpAddr != "")
+	if err != nil {
+		return err
+	}
+	var tokens []mcpserver.Token
+	if *httpAddr != "" {
+		if err := mcpHTTPAllowed(*httpAddr, cfg.MCP); err != nil {
+			return err
+		}
+		for _, t := range cfg.MCP.Tokens {
+			for _, a := range accounts {
+				if a.JID.String() == t.Account {
+					tokens = append(tokens, mcpserver.Token{Value: t.Token, Account: t.Account, Scopes: t.Scopes})
+				}
+			}
+		}
+		if len(tokens) == 0 {
+			return errors.New("mcp.token: -http needs at least one [[mcp.token]] for the accounts served")
+		}
+	}
+
+	store, err := mcpserver.OpenStore(ctx, cfg.MCP.Database)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	servers := map[string]*mcpserver.Server{}
+	for _, a := range accounts {
+		acct := mcpserver.NewAccount(mcpserver.AccountOptions{
+			JID: a.JID, Password: string(a.Password), Server: a.Server,
+			QueueMax: cfg.MCP.QueueMax, Store: store, Log: log,
+		})
+		var projected []mcpserver.AgentProjection
+		for _, ag := range cfg.MCP.Agents {
+			projected = append(projected, mcpserver.AgentProjection{JID: ag.JID, Tools: ag.Tools, Prefix: ag.Prefix})
+		}
+		srv, err := mcpserver.New(ctx, acct, store, mcpserver.Options{CheckScopes: *httpAddr != "", Log: log,
+			Agents: projected, AgentPoll: time.Duration(cfg.MCP.AgentPollSeconds) * time.Second})
+		if err != nil {
+			return err
+		}
+		servers[a.JID.String()] = srv
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			acct.Run(ctx)
+		}()
+	}
+
+	if *httpAddr == "" {
+		srv := servers[accounts[0].JID.String()]
+		log.Info("mcp stdio serving", "account", accounts[0].JID.String())
+		// Over stdio the MCP Tasks layer serves the account's tasks.
+		err := srv.MCP().Run(ctx, srv.TasksTransport(&mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}}))
+		if ctx.Err() != nil || err == nil || errors.Is(err, io.EOF) {
+			return nil
+		}
+		return fmt.Errorf("mcp stdio: %w", err)
+	}
+	return serveMCPHTTP(ctx, *httpAddr, cfg.MCP, mcpserver.HTTPHandler(servers, tokens, log), log)
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// mcpAccounts picks the accounts served: -account, else the only one (or,
+// over HTTP, all).
+func mcpAccounts(m *config.MCPServer, want string, all bool) ([]config.MCPAccount, error) {
+	if want != "" {
+		j, err := jid.Parse(want)
+		if err != nil {
+			return nil, fmt.Errorf("%w: mcp: -account %q is not a JID", errUsage, want)
+		}
+		a := m.Account(j.Bare().String())
+		if a == nil {
+			return nil, fmt.Errorf("mcp: -account %s is not an [[mcp.account]] of the configuration", j.Bare())
+		}
+		return []config.MCPAccount{*a}, nil
+	}
+	if len(m.Accounts) > 1 && !all {
+		return nil, fmt.Errorf("%w: mcp: the configuration has %d accounts: choose one with -account JID", errUsage, len(m.Accounts))
+	}
+	return m.Accounts, nil
+}
+
+// mcpHTTPAllowed applies the component stream's rule: plain HTTP only on a
+// loopback address, TLS (mcp.tls_cert, mcp.tls_key) anywhere else.
+func mcpHTTPAllowed(addr string, m *config.MCPServer) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%w: mcp: -http %q must be host:port", errUsage, addr)
+	}
+	ip := net.ParseIP(host)
+	loopback := host == "localhost" || ip != nil && ip.IsLoopback()
+	if !loopback && m.TLSCert == "" {
+		return fmt.Errorf("mcp.tls_cert: -http %s is not a loopback address: set mcp.tls_cert and mcp.tls_key (plain HTTP is allowed only on loopback)", addr)
+	}
+	return nil
+}
+
+func serveMCPHTTP(ctx context.Context, addr string, m *config.MCPServer, h http.Handler, log *slog.Logger) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("mcp http: %w", err)
+	}
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	scheme := "http"
+	if m.TLSCert != "" {
+		scheme = "https"
+	}
+	log.Info("mcp http listening", "url", scheme+"://"+ln.Addr().String()+mcpserver.Path)
+	errc := make(chan error, 1)
+	go func() {
+		if m.TLSCert != "" {
+			errc <- hs.ServeTLS(ln, m.TLSCert, m.TLSKey)
+		} else {
+			errc <- hs.Serve(ln)
+		}
+	}()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("mcp http: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), mcpShutdownGrace)
+	defer cancel()
+	_ = hs.Shutdown(sctx)
+	return nil
+}

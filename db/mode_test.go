@@ -1,0 +1,37 @@
+package db_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"agentgw/db"
+)
+
+// TestNewDatabaseIsPrivate: a database the store creates, and its WAL
+// and shared-memory files, have mode 0600 even under a permissive umask.
+func TestNewDatabaseIsPrivate(t *testing.T) {
+	old := syscall.Umask(0o002)
+	defer syscall.Umask(old)
+	path := filepath.Join(t.TempDir(), "new.db")
+	s, err := db.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// A write makes sure the WAL exists.
+	if _, err := s.RegisterVersion(context.Background(), db.Version{JID: "a@agents.example", Version: "1", Canonical: []byte("{}"), Name: "a"}, "admin"); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		info, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := info.Mode().Perm(); m != 0o600 {
+			t.Errorf("%s has mode %04o, want 0600", filepath.Base(p), m)
+		}
+	}
+}

@@ -1,0 +1,39 @@
+// Package procgroup finds and kills the process groups of runtime
+// processes (exec tools, stdio MCP servers) that a previous run of the
+// gateway started and did not live to stop.
+//
+// Every runtime process leads a process group of its own and gets a
+// parent-death signal, so it dies with the gateway; what it started
+// (grandchildren) stays in its group but gets no such signal. The gateway
+// records each group as it starts (Identify, db.RecordProcessGroup) and,
+// when it starts again, kills whatever is left of the recorded groups
+// (KillStale), before it recovers any task.
+//
+// A group is only killed if the gateway that started it no longer runs,
+// and if it is still the recorded one: same boot of the machine, and
+// members that started no earlier than the recorded leader and before the
+// current gateway. The kernel does not hand out a process
+// ID while a group of that number has members, so a group whose members
+// pass that test is the one recorded.
+package procgroup
+
+import "time"
+
+// Group identifies a process group.
+type Group struct {
+	// PGID is the process group ID, the PID of its leader.
+	PGID int
+	// BootID is the machine's boot ID when the group started; StartTicks
+	// the leader's start time in clock ticks since that boot.
+	BootID     string
+	StartTicks uint64
+	// OwnerPID and OwnerStart identify the gateway process that started
+	// the group (its PID and start time): while it runs, the group is not
+	// stale, even for another gateway started on the same database.
+	OwnerPID   int
+	OwnerStart uint64
+}
+
+// killWait bounds how long KillStale waits for the processes it killed
+// to be gone.
+const killWait = 5 * time.Second

@@ -1,0 +1,4 @@
+package mcpserver
+
+// Elicitable is elicitable, for the tests.
+var Elicitable = elicitable

@@ -1,0 +1,95 @@
+package mcpserver
+
+import (
+	"context"
+	"crypto/subtle"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Path is where the Streamable HTTP transport is served.
+const Path = "/mcp"
+
+// sessionTimeout closes an HTTP session idle for that long.
+const sessionTimeout = 30 * time.Minute
+
+// Token is one bearer token of the HTTP transport.
+type Token struct {
+	// Value is the secret; it is never logged.
+	Value []byte
+	// Account is the bare JID of the account the token acts as.
+	Account string
+	// Scopes, scope.Wildcard for all.
+	Scopes []string
+}
+
+// HTTPHandler serves the accounts' servers (by bare JID) over Streamable
+// HTTP at Path. A request must carry one of tokens as a bearer token, or it
+// gets 401 with a WWW-Authenticate challenge; the token picks the account
+// and its scopes.
+func HTTPHandler(servers map[string]*Server, tokens []Token, log *slog.Logger) http.Handler {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	lookup := func(header string) (int, bool) {
+		typ, value, _ := strings.Cut(header, " ")
+		if !strings.EqualFold(typ, "Bearer") || value == "" {
+			return 0, false
+		}
+		found, idx := 0, -1
+		for i, t := range tokens {
+			// Compare with every token, in constant time.
+			if subtle.ConstantTimeCompare(t.Value, []byte(strings.TrimSpace(value))) == 1 {
+				found, idx = found+1, i
+			}
+		}
+		return idx, found == 1
+	}
+	streamable := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
+		ti := auth.TokenInfoFromContext(r.Context())
+		if ti == nil {
+			return nil
+		}
+		acct, _ := ti.Extra["account"].(string)
+		if s := servers[acct]; s != nil {
+			return s.mcp
+		}
+		return nil
+	}, &mcp.StreamableHTTPOptions{Logger: log, SessionTimeout: sessionTimeout})
+	verify := auth.RequireBearerToken(func(_ context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
+		i, ok := lookup(r.Header.Get("Authorization"))
+		if !ok {
+			return nil, auth.ErrInvalidToken
+		}
+		return &auth.TokenInfo{
+			Scopes: tokens[i].Scopes,
+			// The SDK binds a session to the UserID that created it.
+			UserID: "token-" + strconv.Itoa(i),
+			Extra:  map[string]any{"account": tokens[i].Account},
+		}, nil
+	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(tasksHTTP(servers, streamable))
+
+	mux := http.NewServeMux()
+	mux.HandleFunc(Path, func(w http.ResponseWriter, r *http.Request) {
+		h := r.Header.Get("Authorization")
+		if _, ok := lookup(h); !ok {
+			// RFC 6750 §3: no error code when no credentials came.
+			challenge := `Bearer realm="agentgw-mcp"`
+			if h != "" {
+				challenge += `, error="invalid_token"`
+			}
+			w.Header().Set("WWW-Authenticate", challenge)
+			http.Error(w, "unauthorized: a valid bearer token is required", http.StatusUnauthorized)
+			log.Info("mcp http: unauthorized request", "remote", r.RemoteAddr, "credentials", h != "")
+			return
+		}
+		verify.ServeHTTP(w, r)
+	})
+	return mux
+}

@@ -1,0 +1,268 @@
+package mcpserver
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	_ "modernc.org/sqlite" // the "sqlite" driver
+)
+
+// storeDSN is the query string of the store's one connection: WAL with
+// synchronous=FULL, since a message the server delivered is acknowledged
+// to nobody else and must survive a crash; a busy timeout for a second
+// process on the same file; immediate write transactions.
+const storeDSN = "_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_txlock=immediate"
+
+// storeSchema is schema version 1 (PRAGMA user_version).
+const storeSchema = `
+CREATE TABLE message (
+	seq         INTEGER PRIMARY KEY AUTOINCREMENT,
+	account     TEXT    NOT NULL CHECK (account <> ''),
+	id          TEXT    NOT NULL UNIQUE CHECK (id <> ''),
+	received_at INTEGER NOT NULL,
+	message     TEXT    NOT NULL
+) STRICT;
+CREATE INDEX message_by_account ON message (account, seq);
+CREATE TABLE dropped (
+	account TEXT    PRIMARY KEY,
+	count   INTEGER NOT NULL
+) STRICT;
+`
+
+// storeMigrations upgrade version i to i+1 (append-only); entry 0 is the
+// schema itself, run on an empty file.
+var storeMigrations = []string{storeSchema, taskSchema}
+
+// ErrNotFound is returned for an unknown message id.
+var ErrNotFound = errors.New("mcpserver: no such message")
+
+// Store is the received-message queue of `agentgw mcp`, in its own SQLite
+// file: per account, oldest first, bounded. Its exported methods each own
+// one transaction.
+type Store struct {
+	db *sql.DB
+	// Now is the clock; tests may replace it.
+	Now func() time.Time
+}
+
+// Stored is a queued message with our own identifier.
+type Stored struct {
+	ID         string
+	ReceivedAt time.Time
+	Message    MessageResponse
+}
+
+// OpenStore opens or creates the store at path.
+func OpenStore(ctx context.Context, path string) (*Store, error) {
+	db, err := sql.Open("sqlite", path+"?"+storeDSN)
+	if err != nil {
+		return nil, fmt.Errorf("open message store: %w", err)
+	}
+	db.SetMaxOpenConns(1)
+	s := &Store{db: db, Now: time.Now}
+	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open message store %s: %w", path, err)
+	}
+	return s, nil
+}
+
+func (s *Store) migrate(ctx context.Context) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var v int
+	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+		return err
+	}
+	if v > len(storeMigrations) {
+		return fmt.Errorf("schema version %d is newer than this binary's %d", v, len(storeMigrations))
+	}
+	for ; v < len(storeMigrations); v++ {
+		if _, err := tx.ExecContext(ctx, storeMigrations[v]); err != nil {
+			return fmt.Errorf("migrate to %d: %w", v+1, err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", v)); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+// newID returns a fresh message identifier of our own.
+func newID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// Push queues m for account under a fresh ID, then drops the oldest
+// messages past max; it returns the stored message and the IDs dropped.
+func (s *Store) Push(ctx context.Context, account string, m MessageResponse, max int) (Stored, []string, error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return Stored{}, nil, err
+	}
+	defer tx.Rollback()
+	st := Stored{ID: newID(), ReceivedAt: s.Now(), Message: m}
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return Stored{}, nil, err
+	}
+	if _, err := tx.ExecContext(ctx, "INSERT INTO message (account, id, received_at, message) VALUES (?, ?, ?, ?)",
+		account, st.ID, st.ReceivedAt.UnixMilli(), string(raw)); err != nil {
+		return Stored{}, nil, fmt.Errorf("store message: %w", err)
+	}
+	rows, err := tx.QueryContext(ctx, "SELECT id FROM message WHERE account = ? ORDER BY seq DESC LIMIT -1 OFFSET ?", account, max)
+	if err != nil {
+		return Stored{}, nil, err
+	}
+	var dropped []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return Stored{}, nil, err
+		}
+		dropped = append(dropped, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return Stored{}, nil, err
+	}
+	for _, id := range dropped {
+		if _, err := tx.ExecContext(ctx, "DELETE FROM message WHERE id = ?", id); err != nil {
+			return Stored{}, nil, err
+		}
+	}
+	if len(dropped) > 0 {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO dropped (account, count) VALUES (?, ?)
+			ON CONFLICT (account) DO UPDATE SET count = count + excluded.count`, account, len(dropped)); err != nil {
+			return Stored{}, nil, err
+		}
+	}
+	return st, dropped, tx.Commit()
+}
+
+// Oldest returns the oldest message of account without removing it;
+// ErrNotFound if there is none.
+func (s *Store) Oldest(ctx context.Context, account string) (Stored, error) {
+	return s.get(ctx, "SELECT id, received_at, message FROM message WHERE account = ? ORDER BY seq LIMIT 1", account)
+}
+
+// Get returns the message id of account; ErrNotFound if it is not queued.
+func (s *Store) Get(ctx context.Context, account, id string) (Stored, error) {
+	return s.get(ctx, "SELECT id, received_at, message FROM message WHERE account = ? AND id = ?", account, id)
+}
+
+func (s *Store) get(ctx context.Context, query string, args ...any) (Stored, error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return Stored{}, err
+	}
+	defer tx.Rollback()
+	st, err := scanStored(tx.QueryRowContext(ctx, query, args...))
+	if err != nil {
+		return Stored{}, err
+	}
+	return st, tx.Commit()
+}
+
+func scanStored(row *sql.Row) (Stored, error) {
+	var st Stored
+	var at int64
+	var raw string
+	if err := row.Scan(&st.ID, &at, &raw); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return Stored{}, ErrNotFound
+		}
+		return Stored{}, err
+	}
+	st.ReceivedAt = time.UnixMilli(at)
+	if err := json.Unmarshal([]byte(raw), &st.Message); err != nil {
+		return Stored{}, fmt.Errorf("message %s: %w", st.ID, err)
+	}
+	return st, nil
+}
+
+// Take returns and removes the message id of account (the oldest when id
+// is empty); ErrNotFound if there is none.
+func (s *Store) Take(ctx context.Context, account, id string) (Stored, error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return Stored{}, err
+	}
+	defer tx.Rollback()
+	var st Stored
+	if id == "" {
+		st, err = scanStored(tx.QueryRowContext(ctx, "SELECT id, received_at, message FROM message WHERE account = ? ORDER BY seq LIMIT 1", account))
+	} else {
+		st, err = scanStored(tx.QueryRowContext(ctx, "SELECT id, received_at, message FROM message WHERE account = ? AND id = ?", account, id))
+	}
+	if err != nil {
+		return Stored{}, err
+	}
+	if _, err := tx.ExecContext(ctx, "DELETE FROM message WHERE id = ?", st.ID); err != nil {
+		return Stored{}, err
+	}
+	return st, tx.Commit()
+}
+
+// List returns the queued messages of account, oldest first.
+func (s *Store) List(ctx context.Context, account string) ([]Stored, error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	rows, err := tx.QueryContext(ctx, "SELECT id, received_at, message FROM message WHERE account = ? ORDER BY seq", account)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Stored
+	for rows.Next() {
+		var st Stored
+		var at int64
+		var raw string
+		if err := rows.Scan(&st.ID, &at, &raw); err != nil {
+			return nil, err
+		}
+		st.ReceivedAt = time.UnixMilli(at)
+		if err := json.Unmarshal([]byte(raw), &st.Message); err != nil {
+			return nil, fmt.Errorf("message %s: %w", st.ID, err)
+		}
+		out = append(out, st)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return out, tx.Commit()
+}
+
+// Dropped returns how many messages of account were dropped past the
+// bound since the store was created.
+func (s *Store) Dropped(ctx context.Context, account string) (int64, error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback()
+	var n int64
+	err = tx.QueryRowContext(ctx, "SELECT count FROM dropped WHERE account = ?", account).Scan(&n)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return 0, err
+	}
+	return n, tx.Commit()
+}

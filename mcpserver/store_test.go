@@ -1,0 +1,75 @@
+package mcpserver_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+
+	"agentgw/mcpserver"
+)
+
+func openStore(t *testing.T, path string) *mcpserver.Store {
+	t.Helper()
+	s, err := mcpserver.OpenStore(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestStoreQueue(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "mcp.db")
+	s := openStore(t, path)
+	const alice, bob = "alice@example.org", "bob@example.org"
+	var ids []string
+	for _, body := range []string{"one", "two", "three"} {
+		st, dropped, err := s.Push(ctx, alice, mcpserver.MessageResponse{Body: body, From: "x@example.org/r"}, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, st.ID)
+		if body == "three" && (len(dropped) != 1 || dropped[0] != ids[0]) {
+			t.Fatalf("dropped = %v, want the oldest %s", dropped, ids[0])
+		}
+	}
+	if _, _, err := s.Push(ctx, bob, mcpserver.MessageResponse{Body: "bob's"}, 2); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := s.Dropped(ctx, alice); n != 1 {
+		t.Errorf("Dropped = %d, want 1", n)
+	}
+	if ids[1] == ids[2] || len(ids[1]) != 32 {
+		t.Errorf("ids %v", ids)
+	}
+	old, err := s.Oldest(ctx, alice)
+	if err != nil || old.Message.Body != "two" {
+		t.Fatalf("Oldest = %+v, %v", old, err)
+	}
+	if _, err := s.Get(ctx, alice, ids[0]); !errors.Is(err, mcpserver.ErrNotFound) {
+		t.Errorf("dropped message still there: %v", err)
+	}
+	if _, err := s.Get(ctx, bob, ids[1]); !errors.Is(err, mcpserver.ErrNotFound) {
+		t.Errorf("bob reads alice's message: %v", err)
+	}
+	// The queue survives a reopen.
+	s.Close()
+	s = openStore(t, path)
+	list, err := s.List(ctx, alice)
+	if err != nil || len(list) != 2 || list[0].ID != ids[1] || list[1].ID != ids[2] {
+		t.Fatalf("after reopen: %+v %v", list, err)
+	}
+	st, err := s.Take(ctx, alice, ids[2])
+	if err != nil || st.Message.Body != "three" {
+		t.Fatalf("Take id: %+v %v", st, err)
+	}
+	st, err = s.Take(ctx, alice, "")
+	if err != nil || st.Message.Body != "two" {
+		t.Fatalf("Take oldest: %+v %v", st, err)
+	}
+	if _, err := s.Take(ctx, alice, ""); !errors.Is(err, mcpserver.ErrNotFound) {
+		t.Fatalf("Take on empty: %v", err)
+	}
+}

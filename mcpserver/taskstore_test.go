@@ -1,0 +1,65 @@
+package mcpserver_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"agentgw/mcpserver"
+)
+
+// TestTaskStore: tasks are bound to their owner, survive a reopen, settle
+// once, and are forgotten past their retention.
+func TestTaskStore(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "mcp.db")
+	s := openStore(t, path)
+	now := time.UnixMilli(1_800_000_000_000)
+	s.Now = func() time.Time { return now }
+	rec := mcpserver.TaskRecord{
+		ID: "mcptask-a", Owner: "account:bob@remote.example", Account: "bob@remote.example",
+		Endpoint: "demo@agents.example", XMPPTaskID: "task-0123456789012345678901", RequestID: "req-0123456789012345678901",
+		Version: "demo-1", Hash: "AAAA", Tool: "count", Status: "working", XMPPState: "accepted",
+		Created: now, Updated: now, RetainUntil: now.Add(time.Hour), TTL: time.Hour,
+	}
+	if err := s.CreateTask(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Task(ctx, "token:someone-else", rec.ID); !errors.Is(err, mcpserver.ErrNoTask) {
+		t.Fatalf("a foreign task: %v", err)
+	}
+	if err := s.UpdateTask(ctx, rec.ID, "working", "running", 3, nil); err != nil {
+		t.Fatal(err)
+	}
+	if u, _ := s.UnsettledTasks(ctx, rec.Account); len(u) != 1 || u[0].XMPPState != "running" || u[0].Revision != 3 {
+		t.Fatalf("unsettled: %+v", u)
+	}
+	result := json.RawMessage(`{"content":[],"structuredContent":{"counted":3}}`)
+	if err := s.UpdateTask(ctx, rec.ID, "completed", "completed", 5, result); err != nil {
+		t.Fatal(err)
+	}
+	// A settled task keeps its result: a late update changes nothing.
+	if err := s.UpdateTask(ctx, rec.ID, "working", "running", 6, nil); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s = openStore(t, path)
+	s.Now = func() time.Time { return now }
+	got, err := s.Task(ctx, rec.Owner, rec.ID)
+	if err != nil || got.Status != "completed" || string(got.Result) != string(result) || got.TTL != time.Hour || !got.RetainUntil.Equal(rec.RetainUntil) {
+		t.Fatalf("after reopen: %+v %v", got, err)
+	}
+	if u, _ := s.UnsettledTasks(ctx, rec.Account); len(u) != 0 {
+		t.Fatalf("a settled task is unsettled: %+v", u)
+	}
+	if l, _ := s.Tasks(ctx, rec.Owner, 10); len(l) != 1 {
+		t.Fatalf("list: %+v", l)
+	}
+	s.Now = func() time.Time { return now.Add(2 * time.Hour) }
+	if _, err := s.Task(ctx, rec.Owner, rec.ID); !errors.Is(err, mcpserver.ErrNoTask) {
+		t.Fatalf("past retention: %v", err)
+	}
+}

@@ -1,0 +1,205 @@
+package wire
+
+import (
+	"encoding/xml"
+	"errors"
+	"slices"
+	"strconv"
+)
+
+// This file holds the requesting side of XEP-0030 and XEP-0059: the
+// requests a client sends and the parsers of the results the gateway
+// writes with InfoResult, ItemsResult and RSMResult.
+
+// InfoRequest is an XEP-0030 disco#info query, at a node or none.
+type InfoRequest struct{ Node string }
+
+// TokenReader implements xmlstream.Marshaler.
+func (r InfoRequest) TokenReader() xml.TokenReader {
+	var attrs []xml.Attr
+	if r.Node != "" {
+		attrs = append(attrs, Attr("node", r.Node))
+	}
+	return Elem(xml.Name{Space: NSDiscoInfo, Local: "query"}, attrs)
+}
+
+// ItemsRequest is an XEP-0030 disco#items query, with an optional
+// XEP-0059 set.
+type ItemsRequest struct {
+	Node string
+	RSM  *RSMRequest
+}
+
+// TokenReader implements xmlstream.Marshaler.
+func (r ItemsRequest) TokenReader() xml.TokenReader {
+	var attrs []xml.Attr
+	if r.Node != "" {
+		attrs = append(attrs, Attr("node", r.Node))
+	}
+	var kids []xml.TokenReader
+	if r.RSM != nil {
+		kids = append(kids, r.RSM.TokenReader())
+	}
+	return Elem(xml.Name{Space: NSDiscoItems, Local: "query"}, attrs, kids...)
+}
+
+// TokenReader writes the request <set/> (XEP-0059).
+func (r RSMRequest) TokenReader() xml.TokenReader {
+	name := func(l string) xml.Name { return xml.Name{Space: NSRSM, Local: l} }
+	var kids []xml.TokenReader
+	if r.Max != nil {
+		kids = append(kids, TextElem(name("max"), strconv.Itoa(*r.Max)))
+	}
+	if r.After != nil {
+		kids = append(kids, TextElem(name("after"), *r.After))
+	}
+	if r.Before != nil {
+		kids = append(kids, TextElem(name("before"), *r.Before))
+	}
+	if r.Index != nil {
+		kids = append(kids, TextElem(name("index"), strconv.Itoa(*r.Index)))
+	}
+	return Elem(name("set"), nil, kids...)
+}
+
+// errNotDisco is the error of a payload that is not the disco result asked.
+var errNotDisco = errors.New("wire: not a disco result")
+
+// ParseInfoResult reads a disco#info result, its XEP-0128 forms included.
+func ParseInfoResult(q Element) (InfoResult, error) {
+	var r InfoResult
+	if q.Start.Name != (xml.Name{Space: NSDiscoInfo, Local: "query"}) {
+		return r, errNotDisco
+	}
+	r.Node, _ = q.AttrValue("node")
+	for _, c := range q.Children() {
+		switch c.Start.Name {
+		case xml.Name{Space: NSDiscoInfo, Local: "identity"}:
+			var id Identity
+			id.Category, _ = c.AttrValue("category")
+			id.Type, _ = c.AttrValue("type")
+			id.Name, _ = c.AttrValue("name")
+			r.Identities = append(r.Identities, id)
+		case xml.Name{Space: NSDiscoInfo, Local: "feature"}:
+			if v, ok := c.AttrValue("var"); ok {
+				r.Features = append(r.Features, v)
+			}
+		case xml.Name{Space: NSData, Local: "x"}:
+			r.Forms = append(r.Forms, ParseForm(c))
+		}
+	}
+	return r, nil
+}
+
+// ParseForm reads an XEP-0004 form; a FORM_TYPE field becomes FormType.
+func ParseForm(x Element) Form {
+	var f Form
+	f.Type, _ = x.AttrValue("type")
+	for _, c := range x.Children() {
+		switch c.Start.Name.Local {
+		case "title":
+			f.Title = c.Text()
+		case "field":
+			var fl Field
+			fl.Var, _ = c.AttrValue("var")
+			fl.Type, _ = c.AttrValue("type")
+			fl.Label, _ = c.AttrValue("label")
+			for _, v := range c.Children() {
+				if v.Start.Name == (xml.Name{Space: NSData, Local: "value"}) {
+					fl.Values = append(fl.Values, v.Text())
+				}
+			}
+			if fl.Var == "FORM_TYPE" && f.FormType == "" && len(fl.Values) > 0 {
+				f.FormType = fl.Values[0]
+				continue
+			}
+			f.Fields = append(f.Fields, fl)
+		}
+	}
+	return f
+}
+
+// HasFeature reports whether the result advertises feature.
+func (r InfoResult) HasFeature(feature string) bool { return slices.Contains(r.Features, feature) }
+
+// HasIdentity reports whether the result has the identity category/type.
+func (r InfoResult) HasIdentity(category, typ string) bool {
+	return slices.ContainsFunc(r.Identities, func(id Identity) bool { return id.Category == category && id.Type == typ })
+}
+
+// Name is the name of the first identity, or "".
+func (r InfoResult) Name() string {
+	if len(r.Identities) == 0 {
+		return ""
+	}
+	return r.Identities[0].Name
+}
+
+// Values returns the first value of each field of the result's forms.
+func (r InfoResult) Values() map[string]string {
+	out := map[string]string{}
+	for _, f := range r.Forms {
+		for _, fl := range f.Fields {
+			if len(fl.Values) > 0 {
+				out[fl.Var] = fl.Values[0]
+			}
+		}
+	}
+	return out
+}
+
+// ParseItemsResult reads a disco#items result and its XEP-0059 set.
+func ParseItemsResult(q Element) (ItemsResult, error) {
+	var r ItemsResult
+	if q.Start.Name != (xml.Name{Space: NSDiscoItems, Local: "query"}) {
+		return r, errNotDisco
+	}
+	r.Node, _ = q.AttrValue("node")
+	for _, c := range q.Children() {
+		switch c.Start.Name {
+		case xml.Name{Space: NSDiscoItems, Local: "item"}:
+			var it Item
+			it.JID, _ = c.AttrValue("jid")
+			it.Node, _ = c.AttrValue("node")
+			it.Name, _ = c.AttrValue("name")
+			r.Items = append(r.Items, it)
+		case xml.Name{Space: NSRSM, Local: "set"}:
+			set, err := ParseRSMResult(c)
+			if err != nil {
+				return r, err
+			}
+			r.Set = &set
+		}
+	}
+	return r, nil
+}
+
+// ParseRSMResult reads a response <set/>.
+func ParseRSMResult(set Element) (RSMResult, error) {
+	var r RSMResult
+	for _, c := range set.Children() {
+		if c.Start.Name.Space != NSRSM {
+			continue
+		}
+		switch c.Start.Name.Local {
+		case "first":
+			r.First, r.HasItems = c.Text(), true
+			if v, ok := c.AttrValue("index"); ok {
+				i, err := strconv.Atoi(v)
+				if err != nil {
+					return r, ErrBadRSM{Reason: "first index is not a number"}
+				}
+				r.FirstIndex = &i
+			}
+		case "last":
+			r.Last, r.HasItems = c.Text(), true
+		case "count":
+			n, err := strconv.Atoi(c.Text())
+			if err != nil {
+				return r, ErrBadRSM{Reason: "count is not a number"}
+			}
+			r.Count = n
+		}
+	}
+	return r, nil
+}

@@ -1,0 +1,151 @@
+package wire
+
+import (
+	"encoding/xml"
+	"errors"
+	"io"
+)
+
+// MaxStanzaBytes bounds the wire size of every stanza the gateway sends,
+// measured after XML escaping (see StanzaSize). It fits under the stanza
+// size limits of the servers' defaults, with room for what a server adds
+// when it routes a stanza on (a namespace declaration, a <delay/>):
+//
+//   - Prosody 0.12: component_stanza_size_limit (defaults to
+//     s2s_stanza_size_limit) and s2s_stanza_size_limit are 512 KiB;
+//     c2s_stanza_size_limit, which bounds what a client sends, is 256 KiB
+//     (mod_component.lua, mod_s2s.lua, mod_c2s.lua).
+//   - ejabberd 23.01: the listener option max_stanza_size defaults to
+//     infinity for ejabberd_service, ejabberd_s2s_in and ejabberd_c2s; the
+//     shipped ejabberd.yml sets 524288 (512 KiB) on s2s_in and 262144 on
+//     c2s.
+//
+// A stanza we send passes a component stream and often an s2s stream, so
+// 512 KiB is the bound that matters; a client's c2s limit bounds what it
+// sends, not what it receives. A bigger stanza makes Prosody close the
+// component stream, losing every reply in flight.
+const MaxStanzaBytes = 480 << 10
+
+// quoteEscapeLen is what the longest escape any of these servers writes
+// for " and ' takes (Prosody re-serializes them as &quot; and &apos;);
+// Go writes &#34; and &#39;. Counting the longer form keeps a stanza under
+// the limit after a server re-serializes it for the next hop.
+const quoteEscapeLen = 6
+
+// ErrStanzaTooLarge is returned when a stanza to send exceeds
+// MaxStanzaBytes.
+var ErrStanzaTooLarge = errors.New("wire: stanza exceeds the wire size limit")
+
+// EscapedLen is the length of s once written as XML character data or an
+// attribute value: & < > as &amp; &lt; &gt;, " and ' at 6 bytes, and tab,
+// newline and carriage return as Go's character references (&#x9; etc.).
+func EscapedLen(s string) int {
+	n := len(s)
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '&':
+			n += 4
+		case '<', '>':
+			n += 3
+		case '"', '\'':
+			n += quoteEscapeLen - 1
+		case '\t', '\n', '\r':
+			n += 4
+		}
+	}
+	return n
+}
+
+// escapedBytesLen is EscapedLen for a byte slice.
+func escapedBytesLen(b []byte) int {
+	n := len(b)
+	for _, c := range b {
+		switch c {
+		case '&':
+			n += 4
+		case '<', '>':
+			n += 3
+		case '"', '\'':
+			n += quoteEscapeLen - 1
+		case '\t', '\n', '\r':
+			n += 4
+		}
+	}
+	return n
+}
+
+// TokenSize is an upper bound of the bytes token takes on the wire: names,
+// a namespace declaration for every namespaced element or attribute, and
+// escaped values.
+func TokenSize(tok xml.Token) int {
+	switch t := tok.(type) {
+	case xml.StartElement:
+		n := 2 + nameSize(t.Name) // <name>
+		for _, a := range t.Attr {
+			n += 4 + nameSize(a.Name) + EscapedLen(a.Value) // ' name="v"'
+		}
+		return n
+	case xml.EndElement:
+		return 3 + len(t.Name.Local) + 16 // </prefix:name>
+	case xml.CharData:
+		return escapedBytesLen(t)
+	case xml.Comment:
+		return 7 + len(t)
+	case xml.ProcInst:
+		return 5 + len(t.Target) + len(t.Inst)
+	case xml.Directive:
+		return 3 + len(t)
+	}
+	return 0
+}
+
+// nameSize bounds a qualified name plus, when namespaced, its declaration
+// (' xmlns:prefix="space"', a prefix of at most 16 bytes).
+func nameSize(n xml.Name) int {
+	if n.Space == "" {
+		return len(n.Local)
+	}
+	return len(n.Local) + 17 + 26 + EscapedLen(n.Space)
+}
+
+// BufferStanza reads r to its end, copying its tokens, and returns them
+// with their wire size (the sum of TokenSize). It stops with
+// ErrStanzaTooLarge, without reading the rest, once the size passes max.
+func BufferStanza(r xml.TokenReader, max int) (Tokens, int, error) {
+	var toks Tokens
+	size := 0
+	for {
+		tok, err := r.Token()
+		if tok != nil {
+			size += TokenSize(tok)
+			if size > max {
+				return nil, size, ErrStanzaTooLarge
+			}
+			toks = append(toks, xml.CopyToken(tok))
+		}
+		if err == io.EOF {
+			return toks, size, nil
+		}
+		if err != nil {
+			return nil, size, err
+		}
+	}
+}
+
+// StanzaSize is the wire size of a token stream, as BufferStanza measures
+// it, read to its end.
+func StanzaSize(r xml.TokenReader) (int, error) {
+	size := 0
+	for {
+		tok, err := r.Token()
+		if tok != nil {
+			size += TokenSize(tok)
+		}
+		if err == io.EOF {
+			return size, nil
+		}
+		if err != nil {
+			return size, err
+		}
+	}
+}
