@@ -135,11 +135,16 @@ func notFound(err error) error {
 
 // EndpointFeatures returns Features when r.From may run at least one
 // command of r.To, else nothing.
-func (s *Service) EndpointFeatures(ctx context.Context, r Request) []string {
+func (s *Service) EndpointFeatures(ctx context.Context, r Request) ([]string, error) {
 	if _, _, err := s.commandTools(ctx, r); err != nil {
-		return nil
+		if errors.Is(err, db.ErrWouldBlock) {
+			// Memory only (db.MemoryOnly) and the answer needs the
+			// database: the caller asks again where it may block.
+			return nil, err
+		}
+		return nil, nil
 	}
-	return Features
+	return Features, nil
 }
 
 // Items answers disco#items on node NS of an endpoint: one item per tool

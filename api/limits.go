@@ -92,6 +92,18 @@ func newManifestCache(maxEntries, maxBytes int) *manifestCache {
 	}
 }
 
+// lookup returns the cached manifest whose hash is hash, if any.
+func (c *manifestCache) lookup(hash [32]byte) (*manifest.Manifest, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.byHash[hash]
+	if !ok {
+		return nil, false
+	}
+	c.order.MoveToFront(e)
+	return e.Value.(*manifest.Manifest), true
+}
+
 // parse returns the manifest whose canonical bytes are canonical and whose
 // hash is hash, parsing it on a miss. The stored bytes were validated at
 // registration; if they no longer parse, or hash differently, the error is

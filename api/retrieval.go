@@ -14,13 +14,21 @@ import (
 // is the directory's: an endpoint that is hidden, inactive or nonexistent
 // fails with ErrNotFound before anything else is looked at. Then an empty
 // version selects the active one, and any other must be registered.
+//
+// The active version's canonical bytes come from the cache of parsed
+// manifests when it holds them (the summary, from the store's memory,
+// carries the hash), so a warm tool node costs no database read.
 func (s *Service) visibleVersion(ctx context.Context, req Request, version string) (db.Version, error) {
-	active, err := s.Dir.Endpoint(ctx, req.Policy, req.From, req.To)
+	active, err := s.Dir.EndpointSummary(ctx, req.Policy, req.From, req.To)
 	if err != nil {
 		return db.Version{}, err
 	}
 	if version == "" || version == active.Version {
-		return active, nil
+		if m, ok := parsedManifests.lookup(active.Hash); ok {
+			active.Canonical = m.Canonical
+			return active, nil
+		}
+		return s.Dir.Endpoint(ctx, req.Policy, req.From, req.To)
 	}
 	v, err := s.Store.Version(ctx, active.JID, version)
 	if err != nil {

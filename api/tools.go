@@ -22,7 +22,7 @@ const defaultToolPage = 50
 // whatever the node; then any node that is malformed, names an unknown
 // version or an unknown tool is <item-not-found/>.
 func (s *Service) NodeInfo(ctx context.Context, req Request, node string) (wire.InfoResult, error) {
-	if _, err := s.Dir.Endpoint(ctx, req.Policy, req.From, req.To); err != nil {
+	if _, err := s.Dir.EndpointSummary(ctx, req.Policy, req.From, req.To); err != nil {
 		return wire.InfoResult{}, err
 	}
 	switch {
@@ -51,7 +51,7 @@ func (s *Service) NodeInfo(ctx context.Context, req Request, node string) (wire.
 // UTF-8 names, the full tool node being the RSM id. A tool node has no
 // items. Errors are as for NodeInfo; a malformed RSM set is <bad-request/>.
 func (s *Service) NodeItems(ctx context.Context, req Request, node string) (wire.ItemsResult, error) {
-	if _, err := s.Dir.Endpoint(ctx, req.Policy, req.From, req.To); err != nil {
+	if _, err := s.Dir.EndpointSummary(ctx, req.Policy, req.From, req.To); err != nil {
 		return wire.ItemsResult{}, err
 	}
 	switch {

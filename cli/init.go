@@ -192,8 +192,11 @@ func printServerSnippets(w io.Writer, domain, host, port, secretFile string) {
 	confd := "/etc/prosody/conf.d/" + domain + ".cfg.lua"
 	fmt.Fprintf(w, "%s 0.12: save this as %s (Debian's prosody.cfg.lua includes conf.d/*.cfg.lua), then run: prosodyctl reload\n", prosodyHeader, confd)
 	fmt.Fprintf(w, "-- agentgw: the XEP-0114 external component %s.\n", domain)
+	fmt.Fprintln(w, "-- Global settings (this file is included on its own, so they stay global).")
+	fmt.Fprintln(w, "-- Nagle off: Prosody writes a large stanza to a client in two parts, and with")
+	fmt.Fprintln(w, "-- Nagle on the second waits ~40 ms for the client's delayed ACK (docs/deploy.md).")
+	fmt.Fprintln(w, "network_settings = { nagle = false }")
 	if port != defaultComponentPort || !isLoopbackHost(host) {
-		fmt.Fprintln(w, "-- Global settings (this file is included on its own, so they stay global):")
 		fmt.Fprintf(w, "component_ports = { %s }\n", port)
 		iface := host
 		if net.ParseIP(host) == nil && !isLoopbackHost(host) {

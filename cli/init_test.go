@@ -60,7 +60,7 @@ func TestInit(t *testing.T) {
 		}
 	}
 	for _, want := range []string{
-		"== Prosody 0.12", `Component "agents.example.org"`,
+		"== Prosody 0.12", "\nnetwork_settings = { nagle = false }\n", `Component "agents.example.org"`,
 		`component_secret = assert(io.open("` + secretFile + `")):read("*l")`,
 		"== ejabberd", "module: ejabberd_service", `"agents.example.org":`, "$(cat " + secretFile + ")",
 		"== Openfire", "subdomain agents",

@@ -208,6 +208,9 @@ func (s *Store) DataVersion(ctx context.Context) (int64, error) {
 // beginWrite starts an IMMEDIATE transaction on the writer connection,
 // reading the clock once for it.
 func (s *Store) beginWrite(ctx context.Context) (*txn, error) {
+	if memoryOnly(ctx) {
+		return nil, ErrWouldBlock
+	}
 	tx, err := s.writer.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, err
@@ -222,6 +225,9 @@ func (s *Store) beginWrite(ctx context.Context) (*txn, error) {
 // beginRead starts a deferred transaction on a reader connection, so that
 // every query of one call sees the same snapshot.
 func (s *Store) beginRead(ctx context.Context) (*txn, error) {
+	if memoryOnly(ctx) {
+		return nil, ErrWouldBlock
+	}
 	tx, err := s.reader.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, err

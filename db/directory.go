@@ -98,8 +98,14 @@ const (
 
 // Directory returns one page of the active endpoints visible in sc, ordered by
 // JID octetwise, and the number of visible active endpoints. The count and
-// the page come from one snapshot.
+// the page come from one snapshot. It answers from the in-memory index when
+// it can (snapshot.go).
 func (s *Store) Directory(ctx context.Context, sc Scope, p Page) (DirectoryPage, error) {
+	if idx, err := s.snapshot(ctx); err != nil {
+		return DirectoryPage{}, fmt.Errorf("db: directory: %w", err)
+	} else if idx != nil {
+		return idx.directory(sc, p), nil
+	}
 	var scope string // JSON array of the visible JIDs, unless sc.All
 	if !sc.All {
 		jids := visibleJIDs(sc.JIDs)

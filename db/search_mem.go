@@ -34,7 +34,14 @@ import (
 //
 // Memory: about 265 bytes of heap an endpoint (its JID, folded text and
 // name, and some 45 postings of 4 bytes): 2.7 MB at 10,000 endpoints,
-// 26.5 MB at 100,000. Nothing is held until the first search.
+// 26.5 MB at 100,000, plus each endpoint's summary (snapshot.go). Nothing
+// is held until the first read that uses it.
+//
+// The same copy answers the directory and the endpoint summaries
+// (snapshot.go): search_text follows active_endpoint row for row, by
+// trigger, and a summary is a function of the active (jid, version) pair
+// over immutable manifest rows, so the search generation moves on with
+// every change to either.
 
 // maxMemIndexed is the largest directory indexed in memory.
 const maxMemIndexed = 100_000
@@ -54,6 +61,10 @@ type memIndex struct {
 	folded []string
 	names  []string
 	grams  map[string][]int32
+	// summaries are the active versions of jids, without their canonical
+	// bytes, for the hot reads (snapshot.go); nil if they could not be
+	// lined up with jids.
+	summaries []Version
 }
 
 // memRecheck is how long an index is trusted without asking the store
@@ -80,6 +91,9 @@ func (s *Store) memIndexFor(ctx context.Context) (*memIndex, error) {
 	cur := s.mem.cur.Load()
 	if cur != nil && !s.mem.dirty.Load() && time.Since(time.Unix(0, s.mem.check.Load())) < memRecheck {
 		return cur, nil
+	}
+	if memoryOnly(ctx) {
+		return nil, ErrWouldBlock
 	}
 	// Cleared before the generation is read: a write that commits after
 	// the read marks it again.
@@ -149,6 +163,9 @@ func (s *Store) buildMemIndex(ctx context.Context) (*memIndex, error) {
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("db: search index: %w", err)
+	}
+	if err := idx.loadSummaries(ctx, tx); err != nil {
+		return nil, err
 	}
 	return idx, tx.commit()
 }

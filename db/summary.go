@@ -19,7 +19,14 @@ const activeSummaryQuery = `SELECT m.endpoint_jid, m.version, m.hash,
 // such endpoint" and "hidden endpoint" takes the same time whether the
 // manifest is small or a megabyte; read the bytes only for a requester who
 // may see them.
+//
+// It answers from the in-memory index when it can (snapshot.go).
 func (s *Store) ActiveSummary(ctx context.Context, jid string) (Version, error) {
+	if idx, err := s.snapshot(ctx); err != nil {
+		return Version{}, fmt.Errorf("db: active summary: %w", err)
+	} else if idx != nil {
+		return idx.summary(jid)
+	}
 	tx, err := s.beginRead(ctx)
 	if err != nil {
 		return Version{}, fmt.Errorf("db: active summary: %w", err)

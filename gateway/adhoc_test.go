@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"agentgw/adhoc"
 	"agentgw/gateway"
 	"agentgw/internal/xsdtest"
+	"agentgw/policy"
 	"agentgw/wire"
 )
 
@@ -65,6 +67,11 @@ func submit(fields ...string) string {
 	return b.String()
 }
 
+// stripID drops a stanza's id attribute, for comparing answers.
+func stripID(s string) string { return stanzaID.ReplaceAllString(s, "") }
+
+var stanzaID = regexp.MustCompile(` id='[^']*'`)
+
 func noteText(c adhoc.Command) string {
 	var out []string
 	for _, n := range c.Notes {
@@ -84,6 +91,29 @@ func TestCommandsList(t *testing.T) {
 		t.Errorf("the demo endpoint does not advertise commands: %s", info)
 	}
 	golden(t, "adhoc-command-info", marshal(t, te.taskIQ(alice, demoJID, "get", `<query xmlns='http://jabber.org/protocol/disco#info' node='count'/>`)))
+	// The endpoint's info is cached per version (infocache.go), but the
+	// commands feature is the requester's: one who may see the endpoint but
+	// run none of its commands is not offered it, before or after.
+	const infoQuery = `<query xmlns='http://jabber.org/protocol/disco#info'/>`
+	pm, err := policy.ParsePrincipal("mallory@remote.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol := *te.gw.Policy()
+	pol.Visibility = append(slices.Clone(pol.Visibility), policy.Grant{Principals: []policy.Principal{pm}, Endpoints: []string{demoJID}})
+	te.gw.SetPolicy(&pol)
+	for i := range 2 {
+		ungranted := marshal(t, te.taskIQ(mall, demoJID, "get", infoQuery))
+		if !strings.Contains(ungranted, "type='result'") && !strings.Contains(ungranted, `type="result"`) {
+			t.Fatalf("mallory cannot see the demo endpoint: %s", ungranted)
+		}
+		if strings.Contains(ungranted, "var='"+adhoc.NS+"'") {
+			t.Errorf("pass %d: commands advertised to a requester who may run none: %s", i, ungranted)
+		}
+		if again := marshal(t, te.taskIQ(alice, demoJID, "get", infoQuery)); stripID(again) != stripID(info) {
+			t.Errorf("pass %d: alice's info changed:\n%s\nwant\n%s", i, again, info)
+		}
+	}
 }
 
 // TestCommandsHidden: hidden, ungranted and nonexistent endpoints and

@@ -1,9 +1,16 @@
 package gateway_test
 
 import (
+	"bytes"
+	"context"
+	"fmt"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
+
+	"agentgw/db"
+	"agentgw/gateway"
 )
 
 // BenchmarkEndpointInfo measures the gateway alone: one endpoint disco#info
@@ -19,4 +26,82 @@ func BenchmarkEndpointInfo(b *testing.B) {
 	}
 	slices.Sort(samples)
 	b.ReportMetric(float64(samples[len(samples)/2].Microseconds()), "p50-µs")
+}
+
+// BenchmarkFlood measures the gateway's ceiling in one process: the fake
+// server keeps 64 endpoint disco#info in flight from 64 senders, sending
+// the next as each answer arrives, and counts answers without parsing
+// them. It reports answers per second (the two share the machine's cores).
+func BenchmarkFlood(b *testing.B) {
+	e := startUnlimited(b)
+	register(b, e.store, "a001", "Agent One", true)
+	e.srv.iq(alice, "a001@"+domain, "get", `<query xmlns='http://jabber.org/protocol/disco#info'/>`)
+	const inFlight = 64
+	var reqs [][]byte
+	for i := range inFlight {
+		reqs = append(reqs, fmt.Appendf(nil, `<iq type='get' from='sender-%02d@home.example/r' to='a001@%s' id='f'><query xmlns='http://jabber.org/protocol/disco#info'/></iq>`, i, domain))
+	}
+	send := func(k int, seq *int) {
+		var buf bytes.Buffer
+		for range k {
+			*seq++
+			buf.Write(reqs[*seq%inFlight])
+		}
+		e.srv.conn.SetWriteDeadline(time.Now().Add(30 * time.Second))
+		if _, err := e.srv.conn.Write(buf.Bytes()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	end := []byte("</iq>")
+	buf := make([]byte, 256<<10)
+	var carry []byte
+	seq := 0
+	b.ResetTimer()
+	start := time.Now()
+	send(min(inFlight, b.N), &seq)
+	sent, answered := min(inFlight, b.N), 0
+	for answered < b.N {
+		e.srv.conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+		n, err := e.srv.conn.Read(buf)
+		if err != nil {
+			b.Fatal(err)
+		}
+		chunk := append(append([]byte(nil), carry...), buf[:n]...)
+		got := bytes.Count(chunk, end) - bytes.Count(carry, end)
+		carry = append([]byte(nil), chunk[max(len(chunk)-len(end)+1, 0):]...)
+		answered += got
+		if more := min(got, b.N-sent); more > 0 {
+			send(more, &seq)
+			sent += more
+		}
+	}
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "IQ/s")
+}
+
+// startUnlimited is start without the per-sender rate limit.
+func startUnlimited(t testing.TB) *env {
+	t.Helper()
+	srv := newFakeServer(t)
+	cfg := testConfig(t, srv.ln.Addr().String(), "")
+	cfg.RateLimit = 0
+	store, err := db.Open(context.Background(), filepath.Join(t.TempDir(), "gw.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	gw := gateway.New(cfg, store, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- gw.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	srv.accept()
+	wctx, wcancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer wcancel()
+	if err := gw.WaitConnected(wctx); err != nil {
+		t.Fatal(err)
+	}
+	return &env{t: t, srv: srv, gw: gw, store: store, cfg: cfg, done: done}
 }

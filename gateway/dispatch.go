@@ -40,6 +40,10 @@ type session struct {
 	jobs chan *Request
 	// presence is the stream's presence state (presence.go).
 	presence *presenceState
+	// out is the stream's connection and wmu orders whole stanzas on it
+	// (write.go).
+	out *traceConn
+	wmu sync.Mutex
 }
 
 func (s *session) touch()            { s.lastNS.Store(time.Now().UnixNano()) }
@@ -168,6 +172,9 @@ func (s *session) dispatchIQ(el wire.Element, tooLarge bool) {
 	req.Payload = kids[0]
 	if !s.g.allowSender(from, time.Now()) {
 		s.reject(req, errResource)
+		return
+	}
+	if s.answerFromMemory(req) {
 		return
 	}
 	// A warm worker if one is idle: its stack has already grown to what a
@@ -354,8 +361,10 @@ func (s *session) write(r xml.TokenReader) error {
 	if err != nil {
 		return err
 	}
+	// The measured stanza is encoded once, by mellium, into the stream's
+	// stanza buffer and leaves in one write (sendWhole).
 	cr := &countingReader{r: r}
-	err = s.sess.Send(s.ctx, cr)
+	err = s.sendWhole(cr)
 	if err == nil {
 		return nil
 	}

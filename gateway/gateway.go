@@ -3,8 +3,9 @@
 // capped backoff), reads stanzas on one goroutine, hands each to a bounded
 // pool of workers, and routes them to the protocol packages below it.
 //
-// The read loop never does slow work: it buffers a stanza, checks it out to a
-// worker and reads the next. Every reply goes out from the JID the request was
+// The read loop never does slow work: it buffers a stanza, answers it itself
+// if it is a hot read the store can answer from memory (fastpath.go), else
+// checks it out to a worker, and reads the next. Every reply goes out from the JID the request was
 // addressed to, which is the gateway domain or an endpoint under it, and
 // never reflects the request payload.
 package gateway
@@ -88,6 +89,9 @@ type Gateway struct {
 	tasks atomic.Pointer[taskd.Service]
 	// commands holds the gateway's ad-hoc command sessions (route_adhoc.go).
 	commands adhoc.Sessions
+
+	// infos holds built endpoint disco#info answers (infocache.go).
+	infos infoCache
 
 	gatewayIQ        map[iqKey]iqHandler
 	endpointIQ       map[iqKey]iqHandler

@@ -83,8 +83,8 @@ func (p *pendingIQs) send(ctx context.Context, s *session, iq stanza.IQ, payload
 	p.mu.Unlock()
 	defer p.forget(iq.ID, w)
 
-	// A failed write drops the stream (session.write), which fails every
-	// other waiter too.
+	// The session's context, not ctx (see session.send). A failed write
+	// drops the stream (session.write), which fails every other waiter too.
 	if err := s.write(iq.Wrap(payload)); err != nil {
 		return wire.Element{}, err
 	}

@@ -159,7 +159,17 @@ func endpointDiscoInfo(g *Gateway, ctx context.Context, req *Request) (xml.Token
 	if err != nil {
 		return nil, err
 	}
-	return g.dir.EndpointInfo(v, features(g.endpointFeatures, g.taskEndpointFeatures(ctx, v), g.adhocEndpointFeatures(ctx, req))).TokenReader(), nil
+	tf, err := g.taskEndpointFeatures(ctx, v)
+	if err != nil {
+		return nil, err
+	}
+	// The command features depend on the requester: they are part of the
+	// info cache's key, beside the task features (infocache.go).
+	af, err := g.adhocEndpointFeatures(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return g.endpointInfo(v, features(tf, af)), nil
 }
 
 func endpointDiscoItems(g *Gateway, ctx context.Context, req *Request) (xml.TokenReader, error) {

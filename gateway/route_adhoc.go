@@ -34,8 +34,9 @@ func (g *Gateway) adhocService() *adhoc.Service {
 var commandWait atomic.Int64
 
 // adhocEndpointFeatures are the command features of an endpoint's
-// disco#info for the requester.
-func (g *Gateway) adhocEndpointFeatures(ctx context.Context, req *Request) []string {
+// disco#info for the requester. The one error is db.ErrWouldBlock, on the
+// read loop's fast path (fastpath.go), which sends the request to a worker.
+func (g *Gateway) adhocEndpointFeatures(ctx context.Context, req *Request) ([]string, error) {
 	return g.adhocService().EndpointFeatures(ctx, *req)
 }
 

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/xml"
+	"errors"
 	"io"
 	"sync"
 
@@ -79,20 +80,24 @@ func taskCall[T interface{ TokenReader() xml.TokenReader }](op func(*taskd.Servi
 }
 
 // taskEndpointFeatures are the task features of an endpoint's disco#info
-// for its active version v: none unless the endpoint has a runtime.
-func (g *Gateway) taskEndpointFeatures(ctx context.Context, v db.Version) []string {
+// for its active version v: none unless the endpoint has a runtime. Its
+// only error is db.ErrWouldBlock, on the read loop (fastpath.go).
+func (g *Gateway) taskEndpointFeatures(ctx context.Context, v db.Version) ([]string, error) {
 	svc := g.tasks.Load()
 	if svc == nil {
-		return nil
+		return nil, nil
 	}
 	f, err := svc.EndpointFeatures(ctx, v)
+	if errors.Is(err, db.ErrWouldBlock) {
+		return nil, err
+	}
 	if err != nil {
 		// The stored manifest is unreadable: advertise nothing rather
 		// than fail discovery.
 		g.log.Error("task features", "endpoint", v.JID, "err", err)
-		return nil
+		return nil, nil
 	}
-	return f
+	return f, nil
 }
 
 // taskToolFeatures are the task features the tool nodes of an endpoint

@@ -9,7 +9,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
-	"runtime/debug"
 	"time"
 
 	"agentgw/metrics"
@@ -82,7 +81,7 @@ func (g *Gateway) connectAndServe(ctx context.Context) error {
 		return fmt.Errorf("component handshake: %w", err)
 	}
 	tc.start()
-	return g.serve(ctx, sess, conn)
+	return g.serve(ctx, sess, tc)
 }
 
 // serve runs the read loop and the keepalive on an established session and
@@ -92,6 +91,7 @@ func (g *Gateway) serve(ctx context.Context, sess *xmpp.Session, conn net.Conn) 
 	defer cancel()
 	s := &session{g: g, sess: sess, ctx: sctx, conn: conn, broken: make(chan struct{}),
 		quickQ: make(chan func(), quickReplies), jobs: make(chan *Request)}
+	s.out, _ = conn.(*traceConn)
 	s.touch()
 	go s.quickSender()
 	for range warmWorkers {
@@ -107,7 +107,7 @@ func (g *Gateway) serve(ctx context.Context, sess *xmpp.Session, conn net.Conn) 
 	done := make(chan error, 1)
 	go func() { done <- sess.Serve(s.handler()) }()
 	go s.keepalive(g.cfg.PingInterval, g.cfg.PingTimeout, conn)
-	go s.releaseWhenIdle(idleRelease, debug.FreeOSMemory)
+	go s.releaseWhenIdle(idleRelease, releaseMemory)
 
 	var err error
 	select {

@@ -15,8 +15,11 @@
 package policy
 
 import (
+	"runtime"
 	"slices"
 	"sort"
+	"sync"
+	"weak"
 
 	"mellium.im/xmpp/jid"
 )
@@ -140,11 +143,82 @@ type Scope struct {
 	JIDs []string // sorted, deduplicated, normalized bare JIDs
 }
 
-// VisibleScope returns what requester may see. A nil Policy denies.
+// VisibleScope returns what requester may see. A nil Policy denies. A
+// scope that lists endpoints is built once per policy and bare JID (up to
+// maxMemoScopes requesters) and shared: callers must not modify its JIDs.
 func (p *Policy) VisibleScope(requester jid.JID) Scope {
 	if p == nil {
 		return Scope{}
 	}
+	matched := false
+	for i := range p.Visibility {
+		g := &p.Visibility[i]
+		if g.matchesPrincipal(requester) {
+			if g.AllEndpoints {
+				return Scope{All: true}
+			}
+			matched = true
+		}
+	}
+	if !matched {
+		return Scope{}
+	}
+	memo := p.memo()
+	key := requester.Bare().String()
+	if sc, ok := memo.get(key); ok {
+		return sc
+	}
+	sc := p.listedScope(requester)
+	memo.put(key, sc)
+	return sc
+}
+
+// maxMemoScopes bounds the requesters whose listed scope is kept per
+// policy; past it such a scope is built per request.
+const maxMemoScopes = 4096
+
+// scopeMemo maps bare JIDs to their listed scopes under one policy.
+type scopeMemo struct {
+	mu sync.RWMutex
+	m  map[string]Scope
+}
+
+func (m *scopeMemo) get(key string) (Scope, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	sc, ok := m.m[key]
+	return sc, ok
+}
+
+func (m *scopeMemo) put(key string, sc Scope) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.m) < maxMemoScopes {
+		m.m[key] = sc
+	}
+}
+
+// scopeMemos holds each live policy's scopeMemo, keyed weakly: a policy
+// replaced by a reload takes its memo with it when it is collected. It
+// lives outside Policy so that a copy of a policy (which may then be
+// edited) never shares the original's memo.
+var scopeMemos sync.Map // weak.Pointer[Policy] → *scopeMemo
+
+func (p *Policy) memo() *scopeMemo {
+	key := weak.Make(p)
+	if m, ok := scopeMemos.Load(key); ok {
+		return m.(*scopeMemo)
+	}
+	m, loaded := scopeMemos.LoadOrStore(key, &scopeMemo{m: map[string]Scope{}})
+	if !loaded {
+		runtime.AddCleanup(p, func(k weak.Pointer[Policy]) { scopeMemos.Delete(k) }, key)
+	}
+	return m.(*scopeMemo)
+}
+
+// listedScope builds the scope of a requester that no wildcard grant
+// matches.
+func (p *Policy) listedScope(requester jid.JID) Scope {
 	set := map[string]struct{}{}
 	for i := range p.Visibility {
 		g := &p.Visibility[i]

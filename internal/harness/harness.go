@@ -61,6 +61,10 @@ type Options struct {
 	// Debug makes both servers log at debug level (Prosody then logs every
 	// stanza, which costs noticeable CPU in load tests). Default: info.
 	Debug bool
+	// ProsodyNoNagle sets network_settings = { nagle = false } in
+	// Prosody's configuration, as docs/deploy.md recommends. Default:
+	// Prosody's own default, Nagle on. SetProsodyNagle changes it later.
+	ProsodyNoNagle bool
 }
 
 // Env is a running test environment. Its exported fields are fixed for its
@@ -95,6 +99,7 @@ type Env struct {
 
 	mu            sync.Mutex
 	logLevel      string // "debug" or "info"
+	noNagle       bool   // network_settings = { nagle = false } for Prosody
 	removeDir     bool
 	stopped       bool
 	certDir       string
@@ -128,6 +133,7 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	if opts.Debug {
 		e.logLevel = "debug"
 	}
+	e.noNagle = opts.ProsodyNoNagle
 	if e.Dir == "" {
 		if e.Dir, err = os.MkdirTemp("", "agentgw-harness-"); err != nil {
 			return nil, fmt.Errorf("temp dir: %w", err)

@@ -1,0 +1,75 @@
+package gateway
+
+import (
+	"errors"
+	"sync/atomic"
+	"time"
+
+	"agentgw/db"
+	"agentgw/metrics"
+	"agentgw/ping"
+	"agentgw/search"
+
+	"mellium.im/xmpp/stanza"
+)
+
+// The lean path for hot reads. Disco#info and #items (the gateway, the
+// directory node, an endpoint), a directory page, a search and a ping are
+// answered on the read loop itself when the store can answer them from
+// memory (db.MemoryOnly: the in-memory index, current without a database
+// round trip): no hand-off to a worker, whose wake-up on two shared cores
+// costs more than the answer. Whatever would need the database fails at
+// once with db.ErrWouldBlock, before any work, and goes to a worker as
+// before. The choice never depends on the addressed endpoint: hidden,
+// nonexistent and visible endpoints take the same path, with the same
+// lookups, and answer the same bytes.
+//
+// The reply is written from the read loop. A write blocks only when the
+// server stops reading, and then it is bounded by the per-write deadline
+// (traceConn), after which the stream is dropped; a server that stops
+// reading stalls every sender alike.
+
+// fastIQs are the requests tried on the read loop.
+var fastIQs = map[iqKey]bool{
+	{stanza.GetIQ, nameDiscoInfo}:  true,
+	{stanza.GetIQ, nameDiscoItems}: true,
+	{stanza.GetIQ, search.Name}:    true,
+	{stanza.SetIQ, search.Name}:    true,
+	{stanza.GetIQ, ping.Name}:      true,
+}
+
+// fastAnswers counts the requests answered on the read loop (tests).
+var fastAnswers atomic.Int64
+
+// answerFromMemory answers req on the read loop if it is a hot read that
+// the store can answer from memory, and reports whether it did.
+func (s *session) answerFromMemory(req *Request) (answered bool) {
+	if !fastIQs[iqKey{req.Type, req.Payload.Start.Name}] {
+		return false
+	}
+	defer func() {
+		// A bug in one handler must not take the gateway down.
+		if r := recover(); r != nil {
+			s.g.log.Error("handler panic", "to", req.To.String(), "payload", req.Payload.Start.Name.Space+" "+req.Payload.Start.Name.Local, "panic", r)
+			s.replyError(req, errInternal)
+			answered = true
+		}
+	}()
+	start := time.Now()
+	payload, err := s.g.route(db.MemoryOnly(s.ctx), req)
+	if errors.Is(err, db.ErrWouldBlock) {
+		return false
+	}
+	metrics.IQ(req.Payload.Start.Name.Space, err, time.Since(start))
+	fastAnswers.Add(1)
+	if err != nil {
+		s.replyError(req, err)
+		return true
+	}
+	s.replyResult(req, payload)
+	if a, ok := payload.(*afterRead); ok {
+		// As in handle: written or not, the reply is done with.
+		a.done()
+	}
+	return true
+}
