@@ -387,21 +387,15 @@ func (s *Server) bareJID(name, v string) (string, error) {
 }
 
 func (s *Server) acceptSubscription(ctx context.Context, a args) any {
-	from, err := s.bareJID("From", a.str("From"))
-	if err != nil {
-		return fail("%v", err)
-	}
-	c, known := s.acct.Contact(from)
-	if !known || !c.PendingIn {
-		return fail("%s has no pending presence subscription request", from)
-	}
-	if err := s.acct.answerSubscription(ctx, from, true); err != nil {
-		return fail("%v", err)
-	}
-	return ok("presence subscription of %s accepted", from)
+	return s.answerSubscription(ctx, a, true)
 }
 
 func (s *Server) declineSubscription(ctx context.Context, a args) any {
+	return s.answerSubscription(ctx, a, false)
+}
+
+// answerSubscription accepts or declines the pending request of From.
+func (s *Server) answerSubscription(ctx context.Context, a args, accept bool) any {
 	from, err := s.bareJID("From", a.str("From"))
 	if err != nil {
 		return fail("%v", err)
@@ -410,10 +404,13 @@ func (s *Server) declineSubscription(ctx context.Context, a args) any {
 	if !known || !c.PendingIn {
 		return fail("%s has no pending presence subscription request", from)
 	}
-	if err := s.acct.answerSubscription(ctx, from, false); err != nil {
+	if err := s.acct.answerSubscription(ctx, from, accept); err != nil {
 		return fail("%v", err)
 	}
-	return ok("presence subscription of %s declined", from)
+	if !accept {
+		return ok("presence subscription of %s declined", from)
+	}
+	return ok("presence subscription of %s accepted", from)
 }
 
 func (s *Server) requestSubscription(ctx context.Context, a args) any {
