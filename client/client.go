@@ -249,6 +249,12 @@ func (c *Client) Err() error {
 // handle runs in the Serve loop for every top-level stanza. It must not send
 // IQs and wait (their responses are read by this same loop).
 func (c *Client) handle(t xmlstream.TokenReadEncoder, start *xml.StartElement) error {
+	if spoofedAddressing(start) {
+		// Only the server's own from/to/id/type count; a stanza that also
+		// carries a namespaced copy of one could be read as from someone
+		// else by a reader that does not tell them apart. Dropped unread.
+		return nil
+	}
 	switch start.Name.Local {
 	case "message", "presence":
 		s, err := serializeElement(start, t)
@@ -453,4 +459,20 @@ func randomID() string {
 	b := make([]byte, 12)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// spoofedAddressing reports whether start carries a from, to, id or type
+// attribute in a namespace: the server stamps the plain ones, and a sender
+// can add prefixed copies that the server passes through.
+func spoofedAddressing(start *xml.StartElement) bool {
+	for _, a := range start.Attr {
+		if a.Name.Space == "" || a.Name.Space == "xmlns" {
+			continue
+		}
+		switch a.Name.Local {
+		case "from", "to", "id", "type":
+			return true
+		}
+	}
+	return false
 }

@@ -164,7 +164,15 @@ func (e Element) Text() string {
 }
 
 // AttrValue returns the value of the attribute local (without namespace).
+// An unprefixed attribute wins over one in the element's own namespace,
+// whatever their order: a sender may add a prefixed from="…" beside the
+// one its server stamped.
 func (e Element) AttrValue(local string) (string, bool) {
+	for _, a := range e.Start.Attr {
+		if a.Name.Local == local && a.Name.Space == "" {
+			return a.Value, true
+		}
+	}
 	for _, a := range e.Start.Attr {
 		if a.Name.Local == local && (a.Name.Space == "" || a.Name.Space == e.Start.Name.Space) {
 			return a.Value, true
