@@ -108,7 +108,7 @@ func (s *Service) commandTools(ctx context.Context, r Request) (*manifest.Manife
 	var tools []*manifest.Tool
 	for i := range m.Tools {
 		t := &m.Tools[i]
-		if offered(t.Name) && r.Policy.CanInvoke(r.From, v.JID, t.Name) {
+		if offered(t.Name) && runnable(r.Policy, r.From, v.JID, t) {
 			tools = append(tools, t)
 		}
 	}
@@ -116,6 +116,18 @@ func (s *Service) commandTools(ctx context.Context, r Request) (*manifest.Manife
 		return nil, nil, surface.ErrItemNotFound
 	}
 	return m, tools, nil
+}
+
+// runnable reports whether from may run tool t of endpoint under pol:
+// granted the exact tool, and, for a tool that declares approvalRequired
+// or requiredPermissions, an approve grant that vouches for them, as
+// taskd's admission requires. Everything the command surface shows of a
+// tool (the list, its node, the endpoint's feature, its form) is behind
+// it, so that a caller who may not run a tool learns no more of it than
+// of a tool that does not exist.
+func runnable(pol *policy.Policy, from jid.JID, endpoint string, t *manifest.Tool) bool {
+	return pol.CanInvoke(from, endpoint, t.Name) &&
+		pol.Approved(from, endpoint, t.Name, t.Ext.ApprovalRequired, t.Ext.RequiredPermissions)
 }
 
 // offered reports whether a tool name can be a command node: names in
@@ -232,8 +244,8 @@ func parseSession(id string) (session, bool) {
 }
 
 // Execute answers a <command/> addressed to an endpoint. Authorization is
-// that of <invoke/>: r.From must be granted this exact tool; visibility is
-// not needed. Anything else answers surface.ErrItemNotFound, before any other check
+// that of <invoke/>: r.From must be granted this exact tool, and approval
+// when the tool declares it (runnable); visibility is not needed. Anything else answers surface.ErrItemNotFound, before any other check
 // that could tell a hidden command from a missing one.
 func (s *Service) Execute(ctx context.Context, r Request) (Command, error) {
 	cmd, err := ParseCommand(r.Payload)
@@ -245,18 +257,34 @@ func (s *Service) Execute(ctx context.Context, r Request) (Command, error) {
 		return Command{}, surface.ErrItemNotFound
 	}
 	var sess session
-	if cmd.SessionID == "" {
-		v, err := s.Store.ActiveSummary(ctx, target)
-		if err != nil {
-			return Command{}, notFound(err)
-		}
-		if sess, err = s.newSession(v.Version); err != nil {
-			return Command{}, err
-		}
-	} else {
+	if cmd.SessionID != "" {
 		var ok bool
 		if sess, ok = parseSession(cmd.SessionID); !ok {
 			return Command{}, surface.ErrBadRequest
+		}
+	}
+	v, err := s.Store.ActiveSummary(ctx, target)
+	if err != nil {
+		return Command{}, notFound(err)
+	}
+	if cmd.SessionID == "" {
+		if sess, err = s.newSession(v.Version); err != nil {
+			return Command{}, err
+		}
+	} else if sess.version != v.Version {
+		// The client writes the sessionid, version included: a version
+		// other than the active one is accepted only when this caller's
+		// own task of this command pinned it under that sessionid, so
+		// that a version never activated (or one the caller never ran)
+		// shows nothing, as for a command that does not exist.
+		cur, err := s.Tasks.Lookup(ctx, r.From, r.To, sess.id)
+		switch {
+		case errors.Is(err, task.ErrNotFound):
+			return Command{}, surface.ErrItemNotFound
+		case err != nil:
+			return Command{}, err
+		case cur.Tool != cmd.Node || cur.APIVersion != sess.version:
+			return Command{}, surface.ErrItemNotFound
 		}
 	}
 	if !s.Tasks.Hosts(target) {
@@ -267,7 +295,8 @@ func (s *Service) Execute(ctx context.Context, r Request) (Command, error) {
 		return Command{}, notFound(err)
 	}
 	tool, ok := m.Tool(cmd.Node)
-	if !ok {
+	if !ok || !runnable(r.Policy, r.From, target, tool) {
+		// Not granted approval: fail closed, with a missing tool's bytes.
 		return Command{}, surface.ErrItemNotFound
 	}
 	x := exchange{s: s, r: r, cmd: cmd, sess: sess, m: m, tool: tool}

@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"regexp"
@@ -10,8 +11,10 @@ import (
 	"time"
 
 	"agentgw/adhoc"
+	"agentgw/db"
 	"agentgw/gateway"
 	"agentgw/internal/xsdtest"
+	"agentgw/manifest"
 	"agentgw/policy"
 	"agentgw/wire"
 )
@@ -121,32 +124,33 @@ func TestCommandsList(t *testing.T) {
 func TestCommandsHidden(t *testing.T) {
 	te := startTasks(t)
 	register(t, te.store, "a001", "Agent One", true) // granted, but no runtime
-	norm := func(el wire.Element) string {
-		el.Start.Attr = nil
-		return marshal(t, el)
-	}
 	list := `<query xmlns='http://jabber.org/protocol/disco#items' node='http://jabber.org/protocol/commands'/>`
 	missing := te.taskIQ(alice, "nobody@"+domain, "get", list)
-	golden(t, "adhoc-not-found", norm(missing))
-	exec := func(node string) string {
-		return fmt.Sprintf(`<command xmlns='http://jabber.org/protocol/commands' node='%s' action='execute'/>`, node)
+	golden(t, "adhoc-not-found", stripAll(t, missing))
+	// Each answer must be the missing endpoint's, from the JID asked.
+	want := func(from string) string {
+		return strings.ReplaceAll(normAnswer(t, missing), "'nobody@"+domain+"'", "'"+from+"'")
 	}
-	for name, el := range map[string]wire.Element{
-		"list, ungranted (mallory)": te.taskIQ(mall, demoJID, "get", list),
-		"list, hidden (carol)":      te.taskIQ(carol, demoJID, "get", list),
-		"list, no runtime (a001)":   te.taskIQ(alice, "a001@"+domain, "get", list),
-		"node, ungranted":           te.taskIQ(mall, demoJID, "get", `<query xmlns='http://jabber.org/protocol/disco#info' node='echo'/>`),
-		"node, missing tool":        te.taskIQ(alice, demoJID, "get", `<query xmlns='http://jabber.org/protocol/disco#info' node='nope'/>`),
-		"execute, ungranted":        te.taskIQ(mall, demoJID, "set", exec("echo")),
-		"execute, ungranted remote": te.taskIQ(carol, demoJID, "set", exec("echo")),
-		"execute, missing endpoint": te.taskIQ(alice, "nobody@"+domain, "set", exec("echo")),
-		"execute, missing tool":     te.taskIQ(alice, demoJID, "set", exec("nope")),
-		"execute, no runtime":       te.taskIQ(alice, "a001@"+domain, "set", exec("echo")),
+	for name, c := range map[string]struct {
+		from string
+		el   wire.Element
+	}{
+		"list, ungranted (mallory)": {demoJID, te.taskIQ(mall, demoJID, "get", list)},
+		"list, hidden (carol)":      {demoJID, te.taskIQ(carol, demoJID, "get", list)},
+		"list, no runtime (a001)":   {"a001@" + domain, te.taskIQ(alice, "a001@"+domain, "get", list)},
+		"node, ungranted":           {demoJID, te.taskIQ(mall, demoJID, "get", nodeInfo("echo"))},
+		"node, missing tool":        {demoJID, te.taskIQ(alice, demoJID, "get", nodeInfo("nope"))},
+		"execute, ungranted":        {demoJID, te.taskIQ(mall, demoJID, "set", execCommand("echo", ""))},
+		"execute, ungranted remote": {demoJID, te.taskIQ(carol, demoJID, "set", execCommand("echo", ""))},
+		"execute, missing endpoint": {"nobody@" + domain, te.taskIQ(alice, "nobody@"+domain, "set", execCommand("echo", ""))},
+		"execute, missing tool":     {demoJID, te.taskIQ(alice, demoJID, "set", execCommand("nope", ""))},
+		"execute, no runtime":       {"a001@" + domain, te.taskIQ(alice, "a001@"+domain, "set", execCommand("echo", ""))},
 	} {
-		if norm(el) != norm(missing) {
-			t.Errorf("%s: %s", name, marshal(t, el))
+		if got := normAnswer(t, c.el); got != want(c.from) {
+			t.Errorf("%s: %s\nwant %s", name, got, want(c.from))
 		}
 	}
+	t.Run("approval", commandsHiddenApproval)
 	info := marshal(t, te.taskIQ(alice, "a001@"+domain, "get", `<query xmlns='http://jabber.org/protocol/disco#info'/>`))
 	if strings.Contains(info, adhoc.NS) {
 		t.Errorf("an endpoint without a runtime advertises commands: %s", info)
@@ -305,5 +309,148 @@ func TestCommandHugeSubmission(t *testing.T) {
 	}
 	if n := len(marshal(t, iq)); n > adhoc.MaxResponseBytes {
 		t.Errorf("response of %d bytes", n)
+	}
+}
+
+// stripAll drops all of an IQ's attributes (the golden's form).
+func stripAll(t *testing.T, el wire.Element) string {
+	el.Start.Attr = nil
+	return marshal(t, el)
+}
+
+// normAnswer masks only an IQ's id and to, which differ with the
+// request; from and type stay, so that an answer from the wrong JID or
+// of the wrong type does not compare equal.
+func normAnswer(t *testing.T, el wire.Element) string {
+	el.Start.Attr = slices.Clone(el.Start.Attr)
+	for i, a := range el.Start.Attr {
+		if a.Name.Space == "" && (a.Name.Local == "id" || a.Name.Local == "to") {
+			el.Start.Attr[i].Value = "*"
+		}
+	}
+	return marshal(t, el)
+}
+
+func nodeInfo(node string) string {
+	return fmt.Sprintf(`<query xmlns='http://jabber.org/protocol/disco#info' node='%s'/>`, node)
+}
+
+func execCommand(node, sessionID string) string {
+	if sessionID != "" {
+		sessionID = fmt.Sprintf(` sessionid='%s'`, sessionID)
+	}
+	return fmt.Sprintf(`<command xmlns='http://jabber.org/protocol/commands' node='%s' action='execute'%s/>`, node, sessionID)
+}
+
+// commandsHiddenApproval: an approvalRequired tool, for a caller with an
+// invoke grant but no approve grant, and a tool of a version never
+// activated, named by a client-written sessionid, answer as a command
+// that does not exist; with an approve grant the command is listed and
+// runs.
+func commandsHiddenApproval(t *testing.T) {
+	// mallory may invoke only ask (approvalRequired); alice, through
+	// home.example, every tool.
+	const pol = hostilePolicy + `
+[[policy.visibility]]
+principals = ["mallory@remote.example"]
+endpoints = ["hostile@agents.example"]
+[[policy.invoke]]
+principals = ["mallory@remote.example"]
+endpoints = ["hostile@agents.example"]
+tools = ["ask"]
+`
+	e, man := startHostile(t, pol)
+	// Version 2.0, registered but never activated, has a tool "secret".
+	next, err := manifest.Parse([]byte(strings.Replace(strings.Replace(hostileManifest, `"version":"1.0"`, `"version":"2.0"`, 1),
+		`"tools":[`, `"tools":[{"name":"secret","inputSchema":{"type":"object","properties":{"key":{"type":"string"}}}},`, 1)), manifest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.store.RegisterVersion(context.Background(), db.Version{JID: next.JID, Version: next.Version, Hash: next.Hash, Canonical: next.Canonical, Name: next.Name}, "admin"); err != nil {
+		t.Fatal(err)
+	}
+	if man.Version == next.Version {
+		t.Fatalf("versions %s", man.Version)
+	}
+	list := `<query xmlns='http://jabber.org/protocol/disco#items' node='http://jabber.org/protocol/commands'/>`
+	missing := normAnswer(t, e.srv.iq(alice, hostileJID, "set", execCommand("nosuch", "")))
+	if !strings.Contains(missing, "item-not-found") {
+		t.Fatalf("missing command: %s", missing)
+	}
+	missingNode := normAnswer(t, e.srv.iq(alice, hostileJID, "get", nodeInfo("nosuch")))
+	nonce := "ah" + strings.Repeat("0", 32) + "~"
+	for name, c := range map[string]struct {
+		got, want string
+	}{
+		"node, unapproved":              {normAnswer(t, e.srv.iq(alice, hostileJID, "get", nodeInfo("ask"))), missingNode},
+		"execute, unapproved":           {normAnswer(t, e.srv.iq(alice, hostileJID, "set", execCommand("ask", ""))), missing},
+		"execute, unapproved session":   {normAnswer(t, e.srv.iq(alice, hostileJID, "set", execCommand("ask", nonce+man.Version))), missing},
+		"execute, unactivated version":  {normAnswer(t, e.srv.iq(alice, hostileJID, "set", execCommand("secret", nonce+next.Version))), missing},
+		"execute, unactivated, pinless": {normAnswer(t, e.srv.iq(alice, hostileJID, "set", execCommand("echo", nonce+next.Version))), missing},
+		"execute, only unapproved":      {normAnswer(t, e.srv.iq(mall, hostileJID, "set", execCommand("ask", ""))), strings.ReplaceAll(missing, alice, mall)},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s: %s\nwant %s", name, c.got, c.want)
+		}
+	}
+	items := marshal(t, e.srv.iq(alice, hostileJID, "get", list))
+	if !strings.Contains(items, "node='echo'") && !strings.Contains(items, `node="echo"`) {
+		t.Errorf("echo not listed: %s", items)
+	}
+	if strings.Contains(items, "'ask'") || strings.Contains(items, `"ask"`) {
+		t.Errorf("unapproved ask listed: %s", items)
+	}
+	missingList := normAnswer(t, e.srv.iq(mall, "nobody@"+domain, "get", list))
+	if got := normAnswer(t, e.srv.iq(mall, hostileJID, "get", list)); got != strings.ReplaceAll(missingList, "nobody@"+domain, hostileJID) {
+		t.Errorf("list, only unapproved: %s\nwant %s", got, missingList)
+	}
+	info := marshal(t, e.srv.iq(mall, hostileJID, "get", `<query xmlns='http://jabber.org/protocol/disco#info'/>`))
+	if !strings.Contains(info, "result") || strings.Contains(info, adhoc.NS) {
+		t.Errorf("commands advertised to a caller who may run none: %s", info)
+	}
+
+	// With an approve grant, ask is listed and runs.
+	e2, _ := startHostile(t, pol+`
+[[policy.approve]]
+principals = ["alice@home.example"]
+endpoints = ["hostile@agents.example"]
+tools = ["ask"]
+`)
+	if items := marshal(t, e2.srv.iq(alice, hostileJID, "get", list)); !strings.Contains(items, "'ask'") && !strings.Contains(items, `"ask"`) {
+		t.Errorf("approved ask not listed: %s", items)
+	}
+	if got := marshal(t, e2.srv.iq(alice, hostileJID, "get", nodeInfo("ask"))); !strings.Contains(got, "result") {
+		t.Errorf("approved ask node: %s", got)
+	}
+	first := e2.srv.iq(alice, hostileJID, "set", execCommand("ask", ""))
+	if typ, _ := first.AttrValue("type"); typ != "result" {
+		t.Fatalf("approved ask: %s", marshal(t, first))
+	}
+	c, err := adhoc.ParseCommand(first.Children()[0])
+	if err != nil || c.Form == nil || c.SessionID == "" {
+		t.Fatalf("approved ask first stage: %+v, %v", c, err)
+	}
+	done := e2.srv.iq(alice, hostileJID, "set", fmt.Sprintf(`<command xmlns='http://jabber.org/protocol/commands' node='ask' action='complete' sessionid='%s'>%s</command>`, c.SessionID, submit()))
+	if typ, _ := done.AttrValue("type"); typ != "result" {
+		t.Fatalf("approved ask submission: %s", marshal(t, done))
+	}
+	if _, err := adhoc.ParseCommand(done.Children()[0]); err != nil {
+		t.Fatal(err)
+	}
+	// Once another version is active, the session still reaches the
+	// version its task pinned; a fresh nonce at that version does not.
+	ctx := context.Background()
+	if _, err := e2.store.RegisterVersion(ctx, db.Version{JID: next.JID, Version: next.Version, Hash: next.Hash, Canonical: next.Canonical, Name: next.Name}, "admin"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e2.store.Activate(ctx, next.JID, next.Version, &next.Hash); err != nil {
+		t.Fatal(err)
+	}
+	if got := marshal(t, e2.srv.iq(alice, hostileJID, "set", execCommand("ask", c.SessionID))); !strings.Contains(got, "type='result'") {
+		t.Errorf("pinned session after activation: %s", got)
+	}
+	stale := normAnswer(t, e2.srv.iq(alice, hostileJID, "set", execCommand("ask", nonce+man.Version)))
+	if want := normAnswer(t, e2.srv.iq(alice, hostileJID, "set", execCommand("nosuch", ""))); stale != want {
+		t.Errorf("unpinned old version: %s\nwant %s", stale, want)
 	}
 }
