@@ -394,7 +394,7 @@ func (s *Server) tasksMethod(ctx context.Context, owner string, req *jsonrpc.Req
 	}
 	json.Unmarshal(req.Params, &p)
 	if req.Method == "tasks/list" {
-		recs, err := s.store.Tasks(ctx, owner, maxListedTasks)
+		recs, err := s.store.Tasks(ctx, s.acct.JID().String(), owner, maxListedTasks)
 		if err != nil {
 			return nil, err
 		}
@@ -405,7 +405,7 @@ func (s *Server) tasksMethod(ctx context.Context, owner string, req *jsonrpc.Req
 		return map[string]any{"tasks": list}, nil
 	}
 	noTask := invalidParams("no task %q", agentclient.SafeText(p.TaskID, 128))
-	rec, err := s.store.Task(ctx, owner, p.TaskID)
+	rec, err := s.store.Task(ctx, s.acct.JID().String(), owner, p.TaskID)
 	if errors.Is(err, ErrNoTask) {
 		// Unknown, expired and another caller's are the same answer.
 		return nil, noTask
@@ -425,7 +425,7 @@ func (s *Server) tasksMethod(ctx context.Context, owner string, req *jsonrpc.Req
 			case <-ctx.Done():
 				return nil, errors.New("the request ended before the task settled")
 			}
-			if rec, err = s.store.Task(ctx, owner, p.TaskID); err != nil {
+			if rec, err = s.store.Task(ctx, s.acct.JID().String(), owner, p.TaskID); err != nil {
 				return nil, noTask
 			}
 		}
@@ -486,7 +486,7 @@ func (s *Server) cancelTask(ctx context.Context, owner string, rec TaskRecord) (
 		}
 		id := rec.ID
 		var err error
-		if rec, err = s.store.Task(ctx, owner, id); err != nil {
+		if rec, err = s.store.Task(ctx, s.acct.JID().String(), owner, id); err != nil {
 			return nil, invalidParams("no task %q", id)
 		}
 	}
