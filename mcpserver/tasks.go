@@ -288,7 +288,7 @@ func (s *Server) taskCall(owner string, req *jsonrpc.Request) (any, error) {
 	if res := g.call(ctx, nil, pc, hooks); res != nil {
 		return res, nil
 	}
-	go g.runTask(s.runCtx, rec, pin(rec), false)
+	go g.runTask(s.runCtx, rec, pin(rec), false, hooks.followed)
 	return map[string]any{"task": taskObject(rec), "_meta": map[string]any{metaXMPP: xmppMeta(rec), metaLoss: []string{lossRetention}}}, nil
 }
 
@@ -326,8 +326,9 @@ func xmppMeta(r TaskRecord) map[string]any {
 
 // runTask follows the XMPP task of rec to its end, recording its state
 // and result. resumed: after a restart, start from the task state.
-func (g *agents) runTask(ctx context.Context, rec TaskRecord, p *agentclient.Pin, resumed bool) {
-	hooks := &callHooks{detached: true, state: func(tr *agentclient.Tracker) {
+// followed, if not nil, runs once the task's events are routed.
+func (g *agents) runTask(ctx context.Context, rec TaskRecord, p *agentclient.Pin, resumed bool, followed func()) {
+	hooks := &callHooks{detached: true, followed: followed, state: func(tr *agentclient.Tracker) {
 		_ = g.s.store.UpdateTask(context.Background(), rec.ID, mcpStatus(tr.State), string(tr.State), tr.Revision, nil)
 		g.s.taskChanged(rec.ID)
 	}}
@@ -351,7 +352,7 @@ func (s *Server) resumeTasks(ctx context.Context) error {
 		return err
 	}
 	for _, r := range recs {
-		go s.agents.runTask(ctx, r, pin(r), true)
+		go s.agents.runTask(ctx, r, pin(r), true, nil)
 	}
 	return nil
 }
