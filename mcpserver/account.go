@@ -43,6 +43,13 @@ const (
 	// incomingBuffer is the client's stanza buffer: a burst past it while
 	// the session commits a message would be dropped (and logged).
 	incomingBuffer = 4096
+	// maxPendingStrangers bounds the subscription requests kept from JIDs
+	// not in the roster (each is a contact and an xmpp: resource): past
+	// it the oldest is forgotten (it can ask again).
+	maxPendingStrangers = 1000
+	// maxResourcesPerContact bounds the presences kept of one contact
+	// (one per available resource): past it the oldest is forgotten.
+	maxResourcesPerContact = 32
 )
 
 // ErrNotConnected is returned while the account's stream is down.
@@ -67,8 +74,10 @@ type Contact struct {
 	// PendingIn is true when they asked for our presence and nobody has
 	// answered yet.
 	PendingIn bool `json:"PendingIn"`
-	// Presence is the last presence of each of their resources.
+	// Presence is the last presence of each of their available resources.
 	Presence []Presence `json:"Presence"`
+
+	pendingSeq uint64 // orders the pending requests of strangers
 }
 
 // Presence is the last presence received from one resource.
@@ -123,6 +132,7 @@ type Account struct {
 	mu       sync.Mutex
 	cl       *client.Client // nil while down
 	contacts map[string]*Contact
+	seq      uint64        // the last pendingSeq given
 	arrived  chan struct{} // closed and replaced when a message is queued
 }
 
@@ -313,7 +323,7 @@ func (a *Account) loadRoster(iq wire.Element) {
 	for bare, c := range old {
 		touched[bare] = true
 		if c.PendingIn {
-			a.contacts[bare] = &Contact{BareJid: bare, PendingIn: true, Subscription: "none", Groups: []string{}}
+			a.contacts[bare] = &Contact{BareJid: bare, PendingIn: true, Subscription: "none", Groups: []string{}, pendingSeq: c.pendingSeq}
 		}
 	}
 	for _, item := range q.Children() {
@@ -340,7 +350,7 @@ func (a *Account) applyItemLocked(item wire.Element) string {
 	c := a.contacts[bare]
 	if attr(item, "subscription") == "remove" {
 		if c != nil && c.PendingIn {
-			*c = Contact{BareJid: bare, PendingIn: true, Subscription: "none", Groups: []string{}}
+			*c = Contact{BareJid: bare, PendingIn: true, Subscription: "none", Groups: []string{}, pendingSeq: c.pendingSeq}
 		} else {
 			delete(a.contacts, bare)
 		}
@@ -456,15 +466,31 @@ func (a *Account) presence(el wire.Element) {
 			}
 		}
 		i := slices.IndexFunc(c.Presence, func(q Presence) bool { return q.Resource == p.Resource })
-		if i >= 0 {
+		switch {
+		case !p.Available:
+			// Gone: nothing of that resource is kept.
+			if i >= 0 {
+				c.Presence = slices.Delete(c.Presence, i, i+1)
+			}
+		case i >= 0:
 			c.Presence[i] = p
-		} else {
+		default:
+			if len(c.Presence) >= maxResourcesPerContact {
+				c.Presence = slices.Delete(c.Presence, 0, len(c.Presence)-maxResourcesPerContact+1)
+			}
 			c.Presence = append(c.Presence, p)
 		}
 	case "subscribe":
 		if c == nil {
 			c = &Contact{BareJid: bare, Subscription: "none", Groups: []string{}}
 			a.contacts[bare] = c
+		}
+		if !c.PendingIn && !c.InRoster {
+			a.seq++
+			c.pendingSeq, c.PendingIn = a.seq, true
+			if dropped := a.dropOldestStrangerLocked(); dropped != "" {
+				defer a.changed(dropped)
+			}
 		}
 		c.PendingIn = true
 	case "unsubscribe":
@@ -485,6 +511,26 @@ func (a *Account) presence(el wire.Element) {
 	}
 	a.mu.Unlock()
 	a.changed(bare)
+}
+
+// dropOldestStrangerLocked forgets the oldest pending request of a JID not
+// in the roster when there are more than maxPendingStrangers, and returns
+// its bare JID ("" if none was dropped).
+func (a *Account) dropOldestStrangerLocked() string {
+	n, oldest := 0, (*Contact)(nil)
+	for _, c := range a.contacts {
+		if c.PendingIn && !c.InRoster {
+			n++
+			if oldest == nil || c.pendingSeq < oldest.pendingSeq {
+				oldest = c
+			}
+		}
+	}
+	if n <= maxPendingStrangers || oldest == nil {
+		return ""
+	}
+	delete(a.contacts, oldest.BareJid)
+	return oldest.BareJid
 }
 
 // Contacts returns a copy of every known contact, sorted by bare JID.

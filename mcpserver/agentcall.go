@@ -213,6 +213,9 @@ type callHooks struct {
 	// without cancelling when ctx ends (the server stops; the task goes
 	// on and is followed again after a restart).
 	detached bool
+	// followed, if set, runs once the task's events are routed to the
+	// call.
+	followed func()
 }
 
 // call invokes the pinned tool with a CSPRNG request ID (retrying the
@@ -232,6 +235,14 @@ func (g *agents) call(ctx context.Context, req *mcp.CallToolRequest, pc prepared
 		return errorResult("%s: %v", what, err)
 	}
 	inv := task.Invoke{RequestID: reqID, Tool: pc.tool, Arguments: string(args)}
+	// Events may overtake the acceptance: keep the endpoint's until the
+	// task is followed (a detached call's runTask releases it then).
+	release, handed := g.expect(p.Endpoint), false
+	defer func() {
+		if !handed {
+			release()
+		}
+	}()
 	acc, retried, err := g.ac.Invoke(ctx, p, inv)
 	if err != nil {
 		if agentclient.Condition(err) == stanza.ItemNotFound || agentclient.Condition(err) == stanza.Gone {
@@ -244,6 +255,8 @@ func (g *agents) call(ctx context.Context, req *mcp.CallToolRequest, pc prepared
 			return errorResult("%s: %v", what, err)
 		}
 		if hooks.detached {
+			// The follower (runTask) releases once it follows.
+			hooks.followed, handed = release, true
 			return nil
 		}
 	}
@@ -255,6 +268,9 @@ func (g *agents) call(ctx context.Context, req *mcp.CallToolRequest, pc prepared
 func (g *agents) followCall(ctx context.Context, req *mcp.CallToolRequest, what string, p *agentclient.Pin, taskID string, stateFirst bool, hooks *callHooks) (*mcp.CallToolResult, task.State) {
 	events, stop := g.follow(taskID)
 	defer stop()
+	if hooks != nil && hooks.followed != nil {
+		hooks.followed()
+	}
 	tr := agentclient.NewTracker(p, taskID)
 	f := &callFollow{g: g, req: req, tr: tr, asked: map[string]bool{}, hooks: hooks}
 	if stateFirst {

@@ -20,12 +20,15 @@ import (
 
 // Bounds of the agent side (docs/limits.md).
 const (
-	// maxUnclaimedTasks and maxUnclaimedEvents bound the lifecycle events
-	// kept for tasks whose acceptance is still on its way (an event may
-	// overtake the IQ result): past them an event is dropped, and the
-	// task state recovers it.
+	// maxUnclaimedTasks, maxUnclaimedEvents and maxUnclaimedBytes bound
+	// the lifecycle events kept for tasks whose acceptance is still on
+	// its way (an event may overtake the IQ result): past them an event
+	// is dropped (past the bytes, the oldest task's first), and the task
+	// state recovers it. Only events from an endpoint with a call in
+	// flight are kept at all.
 	maxUnclaimedTasks  = 256
 	maxUnclaimedEvents = 64
+	maxUnclaimedBytes  = 1 << 20
 	// taskEventBuffer is the queue of events of one followed task.
 	taskEventBuffer = 256
 	// maxCursors bounds the directory and search cursors kept; the
@@ -56,6 +59,8 @@ type agents struct {
 	following map[string]chan string // by XMPP task ID
 	unclaimed map[string][]string
 	order     []string
+	ubytes    int            // the bytes in unclaimed
+	inflight  map[string]int // calls in flight, by the endpoint's bare JID
 	cursors   map[string]cursorState
 	corder    []string
 
@@ -65,7 +70,7 @@ type agents struct {
 func newAgents(s *Server, log *slog.Logger) *agents {
 	g := &agents{
 		s: s, ac: agentclient.New(s.acct), log: log,
-		following: map[string]chan string{}, unclaimed: map[string][]string{}, cursors: map[string]cursorState{},
+		following: map[string]chan string{}, unclaimed: map[string][]string{}, inflight: map[string]int{}, cursors: map[string]cursorState{},
 	}
 	g.proj.g = g
 	s.acct.taskEvents = g.event
@@ -90,16 +95,63 @@ func (g *agents) event(raw string) {
 		}
 		return
 	}
+	// Keep an early event only from an endpoint we are calling: anyone
+	// else's would fill memory for tasks never claimed.
+	from, _ := el.AttrValue("from")
+	sender, err := jid.Parse(from)
+	if err != nil || g.inflight[sender.Bare().String()] == 0 {
+		return
+	}
 	evs, known := g.unclaimed[id]
+	if len(evs) >= maxUnclaimedEvents {
+		return
+	}
+	for g.ubytes+len(raw) > maxUnclaimedBytes && len(g.order) > 0 && g.order[0] != id {
+		g.forget(g.order[0])
+	}
+	if g.ubytes+len(raw) > maxUnclaimedBytes {
+		return
+	}
 	if !known {
 		if len(g.order) >= maxUnclaimedTasks {
-			delete(g.unclaimed, g.order[0])
-			g.order = g.order[1:]
+			g.forget(g.order[0])
 		}
 		g.order = append(g.order, id)
 	}
-	if len(evs) < maxUnclaimedEvents {
-		g.unclaimed[id] = append(evs, raw)
+	g.unclaimed[id] = append(evs, raw)
+	g.ubytes += len(raw)
+}
+
+// forget drops the early events of taskID; g.mu is held.
+func (g *agents) forget(taskID string) {
+	for _, raw := range g.unclaimed[taskID] {
+		g.ubytes -= len(raw)
+	}
+	delete(g.unclaimed, taskID)
+	for i, id := range g.order {
+		if id == taskID {
+			g.order = append(g.order[:i:i], g.order[i+1:]...)
+			break
+		}
+	}
+}
+
+// expect keeps the early events of endpoint until release is called
+// (once the call's task is followed, or the call failed).
+func (g *agents) expect(endpoint jid.JID) (release func()) {
+	key := endpoint.Bare().String()
+	g.mu.Lock()
+	g.inflight[key]++
+	g.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			g.mu.Lock()
+			if g.inflight[key]--; g.inflight[key] <= 0 {
+				delete(g.inflight, key)
+			}
+			g.mu.Unlock()
+		})
 	}
 }
 
@@ -111,13 +163,7 @@ func (g *agents) follow(taskID string) (events <-chan string, stop func()) {
 	for _, raw := range g.unclaimed[taskID] {
 		ch <- raw
 	}
-	delete(g.unclaimed, taskID)
-	for i, id := range g.order {
-		if id == taskID {
-			g.order = append(g.order[:i:i], g.order[i+1:]...)
-			break
-		}
-	}
+	g.forget(taskID)
 	g.following[taskID] = ch
 	g.mu.Unlock()
 	return ch, func() {

@@ -2,10 +2,11 @@ package mcpserver
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -69,8 +70,10 @@ func HTTPHandler(servers map[string]*Server, tokens []Token, log *slog.Logger) h
 		}
 		return &auth.TokenInfo{
 			Scopes: tokens[i].Scopes,
-			// The SDK binds a session to the UserID that created it.
-			UserID: "token-" + strconv.Itoa(i),
+			// The SDK binds a session to the UserID that created it; it
+			// is also the owner of the token's MCP tasks, so it derives
+			// from the token (not its place in the list).
+			UserID: tokenUserID(tokens[i].Value),
 			Extra:  map[string]any{"account": tokens[i].Account},
 		}, nil
 	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(tasksHTTP(servers, streamable))
@@ -92,4 +95,18 @@ func HTTPHandler(servers map[string]*Server, tokens []Token, log *slog.Logger) h
 		verify.ServeHTTP(w, r)
 	})
 	return mux
+}
+
+// tokenUserID names a token by the SHA-256 of its value (never the value
+// itself): stable across restarts, reorderings of [[mcp.token]] and
+// -account filtering.
+func tokenUserID(value []byte) string {
+	sum := sha256.Sum256(value)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// tokenOwner is the owner of the MCP tasks of a token acting as account.
+// It starts with "token:", so it never matches stdio's "account:" owner.
+func tokenOwner(account, userID string) string {
+	return "token:" + account + "/" + userID
 }

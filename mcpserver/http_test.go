@@ -338,3 +338,71 @@ func TestHTTPTokenPicksAccount(t *testing.T) {
 		}
 	}
 }
+
+// TestHTTPTaskOwnerIsTheToken: an HTTP token owns its MCP tasks by its
+// value and account, not by its place in [[mcp.token]]: after a restart
+// with the tokens reordered (or filtered by -account) another token sees
+// nothing, and stdio's tasks are never reachable over HTTP.
+func TestHTTPTaskOwnerIsTheToken(t *testing.T) {
+	ctx := context.Background()
+	store := openStore(t, filepath.Join(t.TempDir(), "mcp.db"))
+	now := time.Now()
+	for id, owner := range map[string]string{
+		"mcptask-full":  mcpserver.TokenOwner([]byte(fullToken), account),
+		"mcptask-stdio": "account:" + account,
+	} {
+		if err := store.CreateTask(ctx, mcpserver.TaskRecord{ID: id, Owner: owner, Account: account,
+			Endpoint: "demo@agents.example", XMPPTaskID: "x-" + id, RequestID: "r-" + id, Tool: "count",
+			Status: "working", XMPPState: "accepted", Created: now, Updated: now, RetainUntil: now.Add(time.Hour), TTL: time.Hour}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	acct := mcpserver.NewAccount(mcpserver.AccountOptions{JID: jid.MustParse(account), Store: store, QueueMax: 10})
+	srv, err := mcpserver.New(ctx, acct, store, mcpserver.Options{CheckScopes: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The full token was first when it made its task; now another is.
+	other := "other-token-0123456789"
+	hs := httptest.NewServer(mcpserver.HTTPHandler(map[string]*mcpserver.Server{account: srv}, []mcpserver.Token{
+		{Value: []byte(other), Account: account, Scopes: []string{scope.Wildcard}},
+		{Value: []byte(fullToken), Account: account, Scopes: []string{scope.Wildcard}},
+	}, nil))
+	t.Cleanup(hs.Close)
+	list := func(token string) []string {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, hs.URL+mcpserver.Path, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tasks/list","params":{}}`))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out struct {
+			Result struct {
+				Tasks []struct {
+					TaskID string `json:"taskId"`
+				} `json:"tasks"`
+			} `json:"result"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, tk := range out.Result.Tasks {
+			ids = append(ids, tk.TaskID)
+		}
+		return ids
+	}
+	if got := list(other); len(got) != 0 {
+		t.Errorf("another token sees %v", got)
+	}
+	if got := list(fullToken); !slices.Equal(got, []string{"mcptask-full"}) {
+		t.Errorf("the owning token sees %v", got)
+	}
+	if o := mcpserver.TokenOwner([]byte(fullToken), account); strings.Contains(o, fullToken) || !strings.HasPrefix(o, "token:") {
+		t.Errorf("owner %q", o)
+	}
+}

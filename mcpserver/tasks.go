@@ -288,7 +288,7 @@ func (s *Server) taskCall(owner string, req *jsonrpc.Request) (any, error) {
 	if res := g.call(ctx, nil, pc, hooks); res != nil {
 		return res, nil
 	}
-	go g.runTask(s.runCtx, rec, pin(rec), false)
+	go g.runTask(s.runCtx, rec, pin(rec), false, hooks.followed)
 	return map[string]any{"task": taskObject(rec), "_meta": map[string]any{metaXMPP: xmppMeta(rec), metaLoss: []string{lossRetention}}}, nil
 }
 
@@ -326,8 +326,9 @@ func xmppMeta(r TaskRecord) map[string]any {
 
 // runTask follows the XMPP task of rec to its end, recording its state
 // and result. resumed: after a restart, start from the task state.
-func (g *agents) runTask(ctx context.Context, rec TaskRecord, p *agentclient.Pin, resumed bool) {
-	hooks := &callHooks{detached: true, state: func(tr *agentclient.Tracker) {
+// followed, if not nil, runs once the task's events are routed.
+func (g *agents) runTask(ctx context.Context, rec TaskRecord, p *agentclient.Pin, resumed bool, followed func()) {
+	hooks := &callHooks{detached: true, followed: followed, state: func(tr *agentclient.Tracker) {
 		_ = g.s.store.UpdateTask(context.Background(), rec.ID, mcpStatus(tr.State), string(tr.State), tr.Revision, nil)
 		g.s.taskChanged(rec.ID)
 	}}
@@ -351,7 +352,7 @@ func (s *Server) resumeTasks(ctx context.Context) error {
 		return err
 	}
 	for _, r := range recs {
-		go s.agents.runTask(ctx, r, pin(r), true)
+		go s.agents.runTask(ctx, r, pin(r), true, nil)
 	}
 	return nil
 }
@@ -394,7 +395,7 @@ func (s *Server) tasksMethod(ctx context.Context, owner string, req *jsonrpc.Req
 	}
 	json.Unmarshal(req.Params, &p)
 	if req.Method == "tasks/list" {
-		recs, err := s.store.Tasks(ctx, owner, maxListedTasks)
+		recs, err := s.store.Tasks(ctx, s.acct.JID().String(), owner, maxListedTasks)
 		if err != nil {
 			return nil, err
 		}
@@ -405,7 +406,7 @@ func (s *Server) tasksMethod(ctx context.Context, owner string, req *jsonrpc.Req
 		return map[string]any{"tasks": list}, nil
 	}
 	noTask := invalidParams("no task %q", agentclient.SafeText(p.TaskID, 128))
-	rec, err := s.store.Task(ctx, owner, p.TaskID)
+	rec, err := s.store.Task(ctx, s.acct.JID().String(), owner, p.TaskID)
 	if errors.Is(err, ErrNoTask) {
 		// Unknown, expired and another caller's are the same answer.
 		return nil, noTask
@@ -425,7 +426,7 @@ func (s *Server) tasksMethod(ctx context.Context, owner string, req *jsonrpc.Req
 			case <-ctx.Done():
 				return nil, errors.New("the request ended before the task settled")
 			}
-			if rec, err = s.store.Task(ctx, owner, p.TaskID); err != nil {
+			if rec, err = s.store.Task(ctx, s.acct.JID().String(), owner, p.TaskID); err != nil {
 				return nil, noTask
 			}
 		}
@@ -486,7 +487,7 @@ func (s *Server) cancelTask(ctx context.Context, owner string, rec TaskRecord) (
 		}
 		id := rec.ID
 		var err error
-		if rec, err = s.store.Task(ctx, owner, id); err != nil {
+		if rec, err = s.store.Task(ctx, s.acct.JID().String(), owner, id); err != nil {
 			return nil, invalidParams("no task %q", id)
 		}
 	}

@@ -46,7 +46,7 @@ func tasksHTTP(servers map[string]*Server, next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		owner := "token:" + ti.UserID
+		owner := tokenOwner(acct, ti.UserID)
 		held := scope.Of(ti.Scopes)
 		switch req.Method {
 		case "initialize", "tools/list":

@@ -101,9 +101,9 @@ func (s *Store) UpdateTask(ctx context.Context, id, status, xmppState string, re
 	return tx.Commit()
 }
 
-// Task returns the task id of owner, unless it expired (past its
+// Task returns the task id of owner in account, unless it expired (past its
 // retention, when it is deleted).
-func (s *Store) Task(ctx context.Context, owner, id string) (TaskRecord, error) {
+func (s *Store) Task(ctx context.Context, account, owner, id string) (TaskRecord, error) {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return TaskRecord{}, err
@@ -113,7 +113,7 @@ func (s *Store) Task(ctx context.Context, owner, id string) (TaskRecord, error) 
 	if _, err := tx.ExecContext(ctx, "DELETE FROM mcp_task WHERE retain_until < ?", now); err != nil {
 		return TaskRecord{}, err
 	}
-	r, err := scanTask(tx.QueryRowContext(ctx, "SELECT "+taskColumns+" FROM mcp_task WHERE id = ? AND owner = ?", id, owner))
+	r, err := scanTask(tx.QueryRowContext(ctx, "SELECT "+taskColumns+" FROM mcp_task WHERE id = ? AND owner = ? AND account = ?", id, owner, account))
 	if errors.Is(err, sql.ErrNoRows) {
 		return TaskRecord{}, ErrNoTask
 	}
@@ -123,9 +123,9 @@ func (s *Store) Task(ctx context.Context, owner, id string) (TaskRecord, error) 
 	return r, tx.Commit()
 }
 
-// Tasks lists the tasks of owner, oldest first, at most max.
-func (s *Store) Tasks(ctx context.Context, owner string, max int) ([]TaskRecord, error) {
-	return s.queryTasks(ctx, "SELECT "+taskColumns+" FROM mcp_task WHERE owner = ? AND retain_until >= ? ORDER BY created_at, id LIMIT ?", owner, s.Now().UnixMilli(), max)
+// Tasks lists the tasks of owner in account, oldest first, at most max.
+func (s *Store) Tasks(ctx context.Context, account, owner string, max int) ([]TaskRecord, error) {
+	return s.queryTasks(ctx, "SELECT "+taskColumns+" FROM mcp_task WHERE owner = ? AND account = ? AND retain_until >= ? ORDER BY created_at, id LIMIT ?", owner, account, s.Now().UnixMilli(), max)
 }
 
 // UnsettledTasks lists the tasks of account not settled yet: they are

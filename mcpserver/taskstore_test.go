@@ -28,8 +28,14 @@ func TestTaskStore(t *testing.T) {
 	if err := s.CreateTask(ctx, rec); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Task(ctx, "token:someone-else", rec.ID); !errors.Is(err, mcpserver.ErrNoTask) {
+	if _, err := s.Task(ctx, rec.Account, "token:someone-else", rec.ID); !errors.Is(err, mcpserver.ErrNoTask) {
 		t.Fatalf("a foreign task: %v", err)
+	}
+	if _, err := s.Task(ctx, "carol@remote.example", rec.Owner, rec.ID); !errors.Is(err, mcpserver.ErrNoTask) {
+		t.Fatalf("a task of another account: %v", err)
+	}
+	if l, _ := s.Tasks(ctx, "carol@remote.example", rec.Owner, 10); len(l) != 0 {
+		t.Fatalf("listed for another account: %+v", l)
 	}
 	if err := s.UpdateTask(ctx, rec.ID, "working", "running", 3, nil); err != nil {
 		t.Fatal(err)
@@ -48,18 +54,18 @@ func TestTaskStore(t *testing.T) {
 	s.Close()
 	s = openStore(t, path)
 	s.Now = func() time.Time { return now }
-	got, err := s.Task(ctx, rec.Owner, rec.ID)
+	got, err := s.Task(ctx, rec.Account, rec.Owner, rec.ID)
 	if err != nil || got.Status != "completed" || string(got.Result) != string(result) || got.TTL != time.Hour || !got.RetainUntil.Equal(rec.RetainUntil) {
 		t.Fatalf("after reopen: %+v %v", got, err)
 	}
 	if u, _ := s.UnsettledTasks(ctx, rec.Account); len(u) != 0 {
 		t.Fatalf("a settled task is unsettled: %+v", u)
 	}
-	if l, _ := s.Tasks(ctx, rec.Owner, 10); len(l) != 1 {
+	if l, _ := s.Tasks(ctx, rec.Account, rec.Owner, 10); len(l) != 1 {
 		t.Fatalf("list: %+v", l)
 	}
 	s.Now = func() time.Time { return now.Add(2 * time.Hour) }
-	if _, err := s.Task(ctx, rec.Owner, rec.ID); !errors.Is(err, mcpserver.ErrNoTask) {
+	if _, err := s.Task(ctx, rec.Account, rec.Owner, rec.ID); !errors.Is(err, mcpserver.ErrNoTask) {
 		t.Fatalf("past retention: %v", err)
 	}
 }
