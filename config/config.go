@@ -692,15 +692,9 @@ func buildEndpoints(in []EndpointFile, domain, dir string, bad func(key, format 
 	for i, e := range in {
 		key := fmt.Sprintf("endpoint[%d]", i)
 		ep := Endpoint{Runtime: e.Runtime}
-		ok := true
-		j, err := jid.Parse(e.JID)
+		j, ok := bareJID(key+".jid", e.JID, "a bare JID such as demo@"+domain, bad)
 		switch {
-		case e.JID == "":
-			bad(key+".jid", "required")
-			ok = false
-		case err != nil || j.Localpart() == "" || j.Resourcepart() != "":
-			bad(key+".jid", "must be a bare JID such as demo@%s", domain)
-			ok = false
+		case !ok:
 		case domain != "" && j.Domainpart() != domain:
 			bad(key+".jid", "%s is not under component.domain %s", j.Bare(), domain)
 			ok = false
@@ -824,6 +818,21 @@ func execEndpoint(key, dir string, in EndpointFile, out *Endpoint, bad func(key,
 	if in.KillGrace != "" {
 		out.KillGrace = duration(in.KillGrace, key+".kill_grace", bad)
 	}
+}
+
+// bareJID parses the bare JID at key, reporting a missing or malformed one
+// as "must be " + want; ok is false after a report.
+func bareJID(key, value, want string, bad func(key, format string, args ...any)) (_ jid.JID, ok bool) {
+	j, err := jid.Parse(value)
+	switch {
+	case value == "":
+		bad(key, "required")
+	case err != nil || j.Localpart() == "" || j.Resourcepart() != "":
+		bad(key, "must be %s", want)
+	default:
+		return j.Bare(), true
+	}
+	return jid.JID{}, false
 }
 
 func duration(s, key string, bad func(key, format string, args ...any)) time.Duration {

@@ -242,15 +242,9 @@ func (m MCPServerFile) build(dir string, needAccount bool, bad func(key, format 
 	for i, a := range m.Accounts {
 		key := fmt.Sprintf("mcp.account[%d]", i)
 		acct := MCPAccount{Server: a.Server}
-		ok := true
-		j, err := jid.Parse(a.JID)
+		j, ok := bareJID(key+".jid", a.JID, "a bare JID such as alice@example.org", bad)
 		switch {
-		case a.JID == "":
-			bad(key+".jid", "required")
-			ok = false
-		case err != nil || j.Localpart() == "" || j.Resourcepart() != "":
-			bad(key+".jid", "must be a bare JID such as alice@example.org")
-			ok = false
+		case !ok:
 		case out.Account(j.Bare().String()) != nil:
 			bad(key+".jid", "%s is already configured", j.Bare())
 			ok = false
@@ -355,15 +349,9 @@ func (m MCPServerFile) buildAgents(bad func(key, format string, args ...any)) []
 	for i, a := range m.Agents {
 		key := fmt.Sprintf("mcp.agent[%d]", i)
 		ag := MCPAgent{Prefix: a.Prefix, Tools: a.Tools}
-		ok := true
-		j, err := jid.Parse(a.JID)
+		j, ok := bareJID(key+".jid", a.JID, "the bare JID of an agent endpoint, such as weather@agents.example.org", bad)
 		switch {
-		case a.JID == "":
-			bad(key+".jid", "required")
-			ok = false
-		case err != nil || j.Localpart() == "" || j.Resourcepart() != "":
-			bad(key+".jid", "must be the bare JID of an agent endpoint, such as weather@agents.example.org")
-			ok = false
+		case !ok:
 		default:
 			ag.JID = j.Bare()
 		}
