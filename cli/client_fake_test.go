@@ -197,13 +197,13 @@ func (f *fakeTarget) commit(s task.Step) {
 	for _, ev := range s.Events {
 		if f.inject != nil {
 			for _, raw := range f.inject(ev) {
-				f.deliver(s.Task.Route, raw)
+				f.deliver(s.Task.Route.String(), raw)
 			}
 		}
 		if f.drop != nil && f.drop(ev) {
 			continue
 		}
-		f.deliver(s.Task.Route, f.eventMessage(ev, s.Task.Route))
+		f.deliver(s.Task.Route.String(), f.eventMessage(ev, s.Task.Route.String()))
 	}
 }
 
@@ -363,7 +363,7 @@ func (f *fakeTarget) invoke(c *fakeConn, el wire.Element) (task.Accepted, error)
 	if err != nil {
 		return task.Accepted{}, err
 	}
-	key := req.Caller + "|" + req.RequestID
+	key := req.Caller.String() + "|" + req.RequestID
 	adm, err := f.m.Admit(req, f.lookup(f.byReq[key]), time.Now())
 	if err != nil {
 		return task.Accepted{}, err

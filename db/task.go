@@ -68,6 +68,8 @@ const (
 
 	sqlTaskByID = `SELECT id, caller, target, request_id, api_version, state, terminal, revision, next_wake, doc
 		FROM task WHERE id = ?`
+	sqlCallerTask = `SELECT id, caller, target, request_id, api_version, state, terminal, revision, next_wake, doc
+		FROM task WHERE id = ? AND caller = ? AND target = ?`
 	sqlTaskByRequest = `SELECT id, caller, target, request_id, api_version, state, terminal, revision, next_wake, doc
 		FROM task WHERE caller = ? AND target = ? AND request_id = ?`
 	sqlAdmission = `SELECT EXISTS (SELECT 1 FROM manifest_version AS m JOIN active_endpoint AS a ON a.jid = m.endpoint_jid
@@ -236,12 +238,23 @@ func (t *TaskTx) PurgeTask(id string) (bool, error) {
 // Task reads a task by ID on the reader pool, or returns ErrNotFound. It
 // sees every committed write.
 func (s *Store) Task(ctx context.Context, id string) (TaskRecord, error) {
+	return s.readTask(ctx, sqlTaskByID, id)
+}
+
+// CallerTask reads task id on the reader pool if it is caller's task at
+// target, or returns ErrNotFound: another caller's task costs no more than
+// one that does not exist, since its document is never read.
+func (s *Store) CallerTask(ctx context.Context, id, caller, target string) (TaskRecord, error) {
+	return s.readTask(ctx, sqlCallerTask, id, caller, target)
+}
+
+func (s *Store) readTask(ctx context.Context, query string, args ...any) (TaskRecord, error) {
 	tx, err := s.beginRead(ctx)
 	if err != nil {
 		return TaskRecord{}, fmt.Errorf("db: task: %w", err)
 	}
 	defer tx.rollback()
-	rec, err := scanTask(tx.queryRow(ctx, sqlTaskByID, id))
+	rec, err := scanTask(tx.queryRow(ctx, query, args...))
 	if err != nil {
 		return TaskRecord{}, err
 	}

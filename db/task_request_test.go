@@ -9,8 +9,9 @@ import (
 )
 
 // TestTaskByRequestAndLastEvent: the reader-pool lookups of the ad-hoc
-// command sessions: a task by its replay record, for its caller only, and
-// the latest event of one type.
+// command sessions and of the caller's task requests: a task by its replay
+// record or by its ID, for its caller at its endpoint only, and the latest
+// event of one type.
 func TestTaskByRequestAndLastEvent(t *testing.T) {
 	ctx := context.Background()
 	s, _, gc := withWeather(t)
@@ -40,6 +41,19 @@ func TestTaskByRequestAndLastEvent(t *testing.T) {
 	} {
 		if _, err := s.TaskByRequest(ctx, k[0], k[1], k[2]); !errors.Is(err, db.ErrNotFound) {
 			t.Errorf("TaskByRequest%v: %v", k, err)
+		}
+	}
+	got, err = s.CallerTask(ctx, "task-1", rec.Caller, rec.Target)
+	if err != nil || got.ID != "task-1" || string(got.Doc) != string(rec.Doc) {
+		t.Fatalf("CallerTask = %+v, %v", got, err)
+	}
+	for _, k := range [][3]string{
+		{"task-1", "bob@example.org", rec.Target},
+		{"task-1", rec.Caller, "other@agents.example"},
+		{"task-2", rec.Caller, rec.Target},
+	} {
+		if _, err := s.CallerTask(ctx, k[0], k[1], k[2]); !errors.Is(err, db.ErrNotFound) {
+			t.Errorf("CallerTask%v: %v", k, err)
 		}
 	}
 	ev, err := s.LastTaskEvent(ctx, "task-1", "progress")

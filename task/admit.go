@@ -15,9 +15,9 @@ type Request struct {
 	// RequestID is the caller's request-id.
 	RequestID string
 	// Caller is the sender's bare JID; Route its full JID.
-	Caller, Route string
+	Caller, Route jid.JID
 	// Target is the endpoint bare JID (the manifest's agent.jid).
-	Target string
+	Target jid.JID
 	// Tool and APIVersion are the pinned tool name and version.
 	Tool, APIVersion string
 	// ManifestHash is the pinned manifest digest.
@@ -80,11 +80,16 @@ func (m *Machine) Prepare(inv Invoke, from jid.JID, man *manifest.Manifest) (Req
 	if err := validateValue(sch, args); err != nil {
 		return Request{}, validationAnswer(err, "arguments", "arguments do not satisfy the input schema")
 	}
+	target, err := jid.Parse(man.JID)
+	if err != nil {
+		// Parse checked agent.jid at registration.
+		return Request{}, fmt.Errorf("task: pinned manifest's agent.jid: %w", err)
+	}
 	req := Request{
 		RequestID:    inv.RequestID,
-		Caller:       from.Bare().String(),
-		Route:        from.String(),
-		Target:       man.JID,
+		Caller:       from.Bare(),
+		Route:        from,
+		Target:       target,
 		Tool:         tool.Name,
 		APIVersion:   man.Version,
 		ManifestHash: man.Hash,
@@ -99,7 +104,7 @@ func (m *Machine) Prepare(inv Invoke, from jid.JID, man *manifest.Manifest) (Req
 		MaxTimeout:     time.Duration(tool.Ext.MaximumTimeoutSeconds) * time.Second,
 	}
 	req.Fingerprint = Fingerprint(FingerprintInput{
-		Caller: req.Caller, Target: req.Target, RequestID: req.RequestID,
+		Caller: req.Caller.String(), Target: req.Target.String(), RequestID: req.RequestID,
 		Tool: req.Tool, APIVersion: req.APIVersion, ManifestHash: req.ManifestHash,
 		Arguments: req.Args, Deadline: req.Deadline,
 	})
@@ -134,12 +139,12 @@ func (a Admission) Accepted() Accepted { return a.Task.Accepted() }
 // its effective deadline (see Task.Deadline), retain-until and purge time.
 func (m *Machine) Admit(req Request, prior *Task, now time.Time) (Admission, error) {
 	if prior != nil {
-		if prior.Fingerprint != req.Fingerprint || prior.Caller != req.Caller ||
-			prior.Target != req.Target || prior.RequestID != req.RequestID {
+		if prior.Fingerprint != req.Fingerprint || !prior.Caller.Equal(req.Caller) ||
+			!prior.Target.Equal(req.Target) || prior.RequestID != req.RequestID {
 			return Admission{}, conflict("request-id was used for a different request")
 		}
 		a := Admission{Task: *prior, Replay: true}
-		if req.Route != "" && req.Route != prior.Route {
+		if req.Route.String() != "" && !req.Route.Equal(prior.Route) {
 			a.Task.Route, a.RouteChanged = req.Route, true
 		}
 		return a, nil

@@ -84,8 +84,8 @@ func TestPrepare(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(req.Args) != `{"city":"Riga"}` || req.Caller != "planner@agents.example" ||
-		req.Route != "planner@agents.example/worker" || req.Target != "weather@agents.example" ||
+	if string(req.Args) != `{"city":"Riga"}` || req.Caller.String() != "planner@agents.example" ||
+		req.Route.String() != "planner@agents.example/worker" || req.Target.String() != "weather@agents.example" ||
 		!req.Features.Progress || !req.Features.Cancel || !req.Features.Input ||
 		req.DefaultTimeout != 600*time.Second || req.MaxTimeout != time.Hour {
 		t.Errorf("request: %+v", req)
@@ -175,7 +175,7 @@ func TestAdmitAndReplay(t *testing.T) {
 	tk = f.ok(f.m.Start(tk, t0.Add(time.Second)))(tk)
 	req2, _ := f.m.Prepare(f.invoke("forecast.get", `{ "city":"Riga" }`, ""), jid.MustParse("planner@agents.example/phone"), f.man)
 	r, err := f.m.Admit(req2, &tk, t0.Add(time.Hour))
-	if err != nil || !r.Replay || !r.RouteChanged || r.Task.Route != "planner@agents.example/phone" {
+	if err != nil || !r.Replay || !r.RouteChanged || r.Task.Route.String() != "planner@agents.example/phone" {
 		t.Fatalf("replay: %+v %v", r, err)
 	}
 	if got := marshal(t, r.Accepted().TokenReader()); got != acc {

@@ -31,7 +31,7 @@ func Authorize(t *Task, id string, caller, target jid.JID, now time.Time) error 
 
 func authorize(t *Task, id string, caller, target jid.JID, now time.Time) error {
 	if t == nil || t.ID != id ||
-		t.Caller != caller.Bare().String() || t.Target != target.Bare().String() ||
+		!t.Caller.Equal(caller.Bare()) || !t.Target.Equal(target.Bare()) ||
 		t.Expired(now) {
 		return ErrNotFound
 	}
@@ -210,7 +210,7 @@ func (m *Machine) State(t *Task, caller, target jid.JID, req TaskStateRequest, n
 	}
 	st := TaskState{
 		TaskID:          t.ID,
-		Endpoint:        t.Target,
+		Endpoint:        t.Target.String(),
 		State:           t.State,
 		Revision:        t.Revision,
 		APIVersion:      t.APIVersion,

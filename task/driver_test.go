@@ -118,7 +118,7 @@ func (s *service) invoke(from jid.JID, requestID, tool, args string) task.Accept
 	s.mu.Lock()
 	var prior *task.Task
 	for _, e := range s.tasks {
-		if e.task.Caller == req.Caller && e.task.Target == req.Target && e.task.RequestID == req.RequestID {
+		if e.task.Caller.Equal(req.Caller) && e.task.Target.Equal(req.Target) && e.task.RequestID == req.RequestID {
 			prior = &e.task
 		}
 	}

@@ -200,6 +200,10 @@ func TestTaskJSONRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// The store keeps the addresses as JID strings.
+		if want := `"Route":"` + f.caller.String() + `"`; !strings.Contains(string(raw), want) {
+			t.Errorf("task document has no %s: %s", want, raw)
+		}
 		var back task.Task
 		if err := json.Unmarshal(raw, &back); err != nil {
 			t.Fatal(err)

@@ -7,6 +7,8 @@ import (
 
 	"agentgw/manifest"
 	"agentgw/runtime"
+
+	"mellium.im/xmpp/jid"
 )
 
 // Task is the durable record of one admitted invocation: the row the store
@@ -23,12 +25,12 @@ type Task struct {
 	Fingerprint [32]byte
 	// Caller is the authorization principal: the invoking bare JID,
 	// normalized.
-	Caller string
+	Caller jid.JID
 	// Route is the full JID that sent <invoke/>, the best-effort
 	// destination of events.
-	Route string
+	Route jid.JID
 	// Target is the endpoint bare JID, normalized.
-	Target string
+	Target jid.JID
 	// Tool is the exact tool name.
 	Tool string
 	// APIVersion is the pinned API version.

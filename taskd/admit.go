@@ -105,7 +105,7 @@ func (s *Service) Invoke(ctx context.Context, r surface.Request) (Admission, err
 	if capErr == nil && freshErr == nil {
 		// The caller's quotas, read before the commit like the capacity;
 		// a replay still finds its task in the commit, whatever they say.
-		capErr = s.checkQuota(ctx, req.Caller)
+		capErr = s.checkQuota(ctx, req.Caller.String())
 	}
 	var (
 		adm    task.Admission
@@ -138,7 +138,7 @@ func (s *Service) Invoke(ctx context.Context, r surface.Request) (Admission, err
 				return nil
 			}
 		}
-		rec, found, err := tx.Admission(target, req.APIVersion, req.Caller, req.RequestID)
+		rec, found, err := tx.Admission(target, req.APIVersion, req.Caller.String(), req.RequestID)
 		if err != nil {
 			return err
 		}

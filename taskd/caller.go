@@ -27,7 +27,7 @@ func (s *Service) State(ctx context.Context, r surface.Request) (task.TaskState,
 	if err != nil {
 		return task.TaskState{}, err
 	}
-	t, err := s.read(ctx, req.TaskID)
+	t, err := s.read(ctx, req.TaskID, from, to)
 	if err != nil {
 		return task.TaskState{}, err
 	}
@@ -42,17 +42,19 @@ func (s *Service) Result(ctx context.Context, r surface.Request) (task.TaskResul
 	if err != nil {
 		return task.TaskResult{}, err
 	}
-	t, err := s.read(ctx, req.TaskID)
+	t, err := s.read(ctx, req.TaskID, from, to)
 	if err != nil {
 		return task.TaskResult{}, err
 	}
 	return s.m.Result(t, from, to, req, s.clock.Now())
 }
 
-// read loads a committed task from the reader pool, or nil if there is
-// none.
-func (s *Service) read(ctx context.Context, id string) (*task.Task, error) {
-	rec, err := s.store.Task(ctx, id)
+// read loads committed task id from the reader pool if it is the task of
+// from's bare JID at the endpoint to, or returns nil: a task of another
+// caller is not even decoded, so that it takes no longer to refuse than one
+// that does not exist. Package task authorizes what it returns.
+func (s *Service) read(ctx context.Context, id string, from, to jid.JID) (*task.Task, error) {
+	rec, err := s.store.CallerTask(ctx, id, from.Bare().String(), to.Bare().String())
 	switch {
 	case errors.Is(err, db.ErrNotFound):
 		return nil, nil
@@ -86,7 +88,7 @@ func (s *Service) ProvideInput(ctx context.Context, r surface.Request) (task.Inp
 		var rec *task.InputRecord
 		// The input record is looked up only for the task's own caller:
 		// nothing else may learn whether a request ID exists.
-		if t != nil && t.Caller == from.Bare().String() {
+		if t != nil && t.Caller.Equal(from.Bare()) {
 			in, err := tx.Input(t.ID, req.RequestID)
 			switch {
 			case err == nil:
@@ -162,7 +164,7 @@ func (s *Service) Cancel(ctx context.Context, r surface.Request) (task.CancelAcc
 // exist, never reaches the single writer. It answers <item-not-found/>,
 // the same bytes as the authorization in the transaction.
 func (s *Service) preauthorize(ctx context.Context, id string, from, to jid.JID) error {
-	t, err := s.read(ctx, id)
+	t, err := s.read(ctx, id, from, to)
 	if err != nil {
 		return err
 	}

@@ -9,8 +9,6 @@ import (
 
 	"agentgw/db"
 	"agentgw/task"
-
-	"mellium.im/xmpp/jid"
 )
 
 // record encodes t as its store row: the whole task as JSON (task.Task
@@ -22,40 +20,22 @@ func record(t *task.Task) (db.TaskRecord, error) {
 		return db.TaskRecord{}, fmt.Errorf("taskd: encode task: %w", err)
 	}
 	return db.TaskRecord{
-		ID: t.ID, Caller: t.Caller, Target: t.Target, RequestID: t.RequestID,
+		ID: t.ID, Caller: t.Caller.String(), Target: t.Target.String(), RequestID: t.RequestID,
 		APIVersion: t.APIVersion, State: string(t.State), Terminal: t.State.Terminal(),
 		Revision: t.Revision, NextWake: t.NextWake(), Doc: doc,
 	}, nil
 }
 
 // decode is the inverse of record. A task whose document does not parse,
-// or whose caller, target or route is not a JID, is an error naming the
-// task: it is never loaded, so that its events cannot be lost later for
-// want of an address.
+// or whose caller, target or route is not a JID (task.Task.UnmarshalJSON),
+// is an error naming the task: it is never loaded, so that its events
+// cannot be lost later for want of an address.
 func decode(rec db.TaskRecord) (task.Task, error) {
 	var t task.Task
 	if err := json.Unmarshal(rec.Doc, &t); err != nil {
 		return task.Task{}, fmt.Errorf("taskd: decode task %s: %w", rec.ID, err)
 	}
-	if _, err := jid.Parse(t.Caller); err != nil {
-		return task.Task{}, fmt.Errorf("taskd: decode task %s: caller %q: %w", rec.ID, t.Caller, err)
-	}
-	if _, _, err := addresses(&t); err != nil {
-		return task.Task{}, fmt.Errorf("taskd: decode task %s: %w", rec.ID, err)
-	}
 	return t, nil
-}
-
-// addresses returns the JIDs a task's events travel between: from its
-// target endpoint to the route that invoked it.
-func addresses(t *task.Task) (from, to jid.JID, err error) {
-	if from, err = jid.Parse(t.Target); err != nil {
-		return jid.JID{}, jid.JID{}, fmt.Errorf("target %q: %w", t.Target, err)
-	}
-	if to, err = jid.Parse(t.Route); err != nil {
-		return jid.JID{}, jid.JID{}, fmt.Errorf("route %q: %w", t.Route, err)
-	}
-	return from, to, nil
 }
 
 func decodeInput(in db.TaskInput) (task.InputRecord, error) {
@@ -165,15 +145,8 @@ func (s *Service) committed(step task.Step) {
 // that invoked the task. A full queue drops them (progress first, see
 // notes.go): events are best-effort, and task-state recovers what was lost.
 func (s *Service) publish(t *task.Task, evs []task.Event) {
-	from, to, err := addresses(t)
-	if err != nil {
-		// Every task was admitted from parsed JIDs, and decode refuses a
-		// stored one that does not parse: this is a bug, never silence.
-		s.log.Error("task events not sent: the task has no address", "task", t.ID, "revision", evs[len(evs)-1].Revision, "err", err)
-		return
-	}
 	for _, ev := range evs {
-		if !s.notes.push(note{from: from, to: to, ev: ev}) {
+		if !s.notes.push(note{from: t.Target, to: t.Route, ev: ev}) {
 			// Warn once per spell, not once per event: a long outage
 			// with busy tasks would flood the log.
 			if s.dropped.Add(1) == 1 {

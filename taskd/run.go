@@ -173,13 +173,14 @@ func (s *Service) recover(id string) {
 		s.dispatch(id)
 		return
 	}
-	rt := s.opts.Runtimes[t.Target]
+	target := t.Target.String()
+	rt := s.opts.Runtimes[target]
 	if rt != nil && rt.CanResume() {
-		tool, err := s.tool(s.ctx, t.Target, t.APIVersion, t.Tool)
+		tool, err := s.tool(s.ctx, target, t.APIVersion, t.Tool)
 		if err == nil {
 			call := t.Call(tool)
 			call.Resume = t.Resumption()
-			if s.run(id, t.Target, func(ctx context.Context) (runtime.Execution, error) {
+			if s.run(id, target, func(ctx context.Context) (runtime.Execution, error) {
 				return rt.Resume(ctx, call, reporter{s: s, id: id})
 			}) {
 				return

@@ -385,7 +385,7 @@ func (s *Service) notify(n note) {
 
 // addLiveLocked tracks a task that is not terminal; s.mu is held.
 func (s *Service) addLiveLocked(t *task.Task) *liveTask {
-	lt := &liveTask{id: t.ID, target: t.Target, version: t.APIVersion, tool: t.Tool, index: -1, deadline: t.Deadline}
+	lt := &liveTask{id: t.ID, target: t.Target.String(), version: t.APIVersion, tool: t.Tool, index: -1, deadline: t.Deadline}
 	s.live[t.ID] = lt
 	s.setWakeLocked(lt, t.NextWake())
 	return lt
