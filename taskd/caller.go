@@ -78,13 +78,8 @@ func (s *Service) ProvideInput(ctx context.Context, r surface.Request) (task.Inp
 	if err != nil {
 		return task.InputAccepted{}, err
 	}
-	if err := s.preauthorize(ctx, req.TaskID, from, to); err != nil {
-		return task.InputAccepted{}, err
-	}
 	var out task.InputOutcome
-	ctx, cancel := context.WithTimeout(ctx, callerRetryWindow)
-	defer cancel()
-	_, err = s.mutate(ctx, req.TaskID, func(tx *db.TaskTx, t *task.Task, now time.Time) (task.Step, error) {
+	_, err = s.callerCommand(ctx, req.TaskID, from, to, func(tx *db.TaskTx, t *task.Task, now time.Time) (task.Step, error) {
 		var rec *task.InputRecord
 		// The input record is looked up only for the task's own caller:
 		// nothing else may learn whether a request ID exists.
@@ -106,7 +101,7 @@ func (s *Service) ProvideInput(ctx context.Context, r surface.Request) (task.Inp
 		return out.Step, err
 	})
 	if err != nil {
-		return task.InputAccepted{}, commandError(err)
+		return task.InputAccepted{}, err
 	}
 	if out.Answer != nil {
 		s.deliverInput(req.TaskID, out.Answer)
@@ -125,13 +120,8 @@ func (s *Service) Cancel(ctx context.Context, r surface.Request) (task.CancelAcc
 	if err != nil {
 		return task.CancelAccepted{}, err
 	}
-	if err := s.preauthorize(ctx, req.TaskID, from, to); err != nil {
-		return task.CancelAccepted{}, err
-	}
 	var out task.CancelOutcome
-	ctx, cancel := context.WithTimeout(ctx, callerRetryWindow)
-	defer cancel()
-	step, err := s.mutate(ctx, req.TaskID, func(_ *db.TaskTx, t *task.Task, now time.Time) (task.Step, error) {
+	step, err := s.callerCommand(ctx, req.TaskID, from, to, func(_ *db.TaskTx, t *task.Task, now time.Time) (task.Step, error) {
 		var err error
 		out, err = s.m.Cancel(t, from, to, req, now)
 		if err != nil || out.Replay || t.State != task.StateAccepted {
@@ -150,12 +140,28 @@ func (s *Service) Cancel(ctx context.Context, r surface.Request) (task.CancelAcc
 		}, nil
 	})
 	if err != nil {
-		return task.CancelAccepted{}, commandError(err)
+		return task.CancelAccepted{}, err
 	}
 	if !out.Replay && !step.Task.State.Terminal() {
 		s.deliverCancel(req.TaskID)
 	}
 	return out.Accepted, nil
+}
+
+// callerCommand runs cmd, a command of from on task id at the endpoint to,
+// once preauthorize lets it queue for the writer, retrying store faults for
+// callerRetryWindow. Its errors are the answers to send (commandError).
+func (s *Service) callerCommand(ctx context.Context, id string, from, to jid.JID, cmd command) (task.Step, error) {
+	if err := s.preauthorize(ctx, id, from, to); err != nil {
+		return task.Step{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, callerRetryWindow)
+	defer cancel()
+	step, err := s.mutate(ctx, id, cmd)
+	if err != nil {
+		return task.Step{}, commandError(err)
+	}
+	return step, nil
 }
 
 // preauthorize authorizes a task command against a read of the committed
