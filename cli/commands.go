@@ -10,15 +10,12 @@ import (
 	"math"
 	"os"
 	"text/tabwriter"
-	"time"
 
 	"agentgw/api"
 	"agentgw/app"
 	"agentgw/config"
 	"agentgw/db"
 	"agentgw/manifest"
-	"agentgw/mcpsync"
-	"agentgw/runtime/mcp"
 )
 
 func checkConfig(args []string, stdout io.Writer) error {
@@ -289,31 +286,12 @@ func printStatus(w io.Writer, reg db.Registration, removed []db.Tombstone, impor
 	}
 }
 
-// syncEndpoint imports the tool list of an mcp endpoint's server, which it
-// starts itself from the configuration, and records it: a changed list is
-// registered and activated, an unchanged one changes nothing. A running
-// serve reads the store, so it serves the new version at once.
+// syncEndpoint imports the tool list of an mcp endpoint's server
+// (app.SyncEndpoint) and says what changed.
 func syncEndpoint(ctx context.Context, cfg *config.Config, store *db.Store, jid string, notes bool, stdout io.Writer) error {
-	var ep *config.Endpoint
-	for i := range cfg.Endpoints {
-		if cfg.Endpoints[i].JID == jid {
-			ep = &cfg.Endpoints[i]
-		}
-	}
-	if ep == nil || ep.Runtime != config.RuntimeMCP {
-		return fmt.Errorf("%s is not an [[endpoint]] with runtime %q in %s", jid, config.RuntimeMCP, cfg.Path)
-	}
-	opts := mcpsync.Options(*ep)
-	// A one-off session: stop the server promptly when done.
-	opts.TerminateGrace = syncTerminateGrace
-	rt, err := mcp.New(opts)
+	res, err := app.SyncEndpoint(ctx, cfg, store, jid)
 	if err != nil {
-		return fmt.Errorf("%s: %w", jid, err)
-	}
-	defer rt.Close()
-	res, err := mcpsync.Sync(ctx, store, rt, jid)
-	if err != nil {
-		return fmt.Errorf("%s: %w", jid, err)
+		return err
 	}
 	word := "unchanged"
 	switch {
@@ -343,10 +321,6 @@ func syncEndpoint(ctx context.Context, cfg *config.Config, store *db.Store, jid 
 	}
 	return nil
 }
-
-// syncTerminateGrace is how long endpoint sync gives the MCP server it
-// started to exit, before SIGTERM and again before SIGKILL.
-const syncTerminateGrace = 300 * time.Millisecond
 
 // timeLayout is how the CLI prints instants.
 const timeLayout = "2006-01-02T15:04:05Z"
