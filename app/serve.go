@@ -56,7 +56,7 @@ func Serve(ctx context.Context, path string, stderr io.Writer) error {
 	if err := startMetrics(mctx, cfg, store, log); err != nil {
 		return err
 	}
-	gw := gateway.New(cfg, store, log)
+	gw := gateway.New(GatewayOptions(cfg), store, log)
 	hosted, err := Runtimes(ctx, store, cfg.Endpoints, RuntimeOptions{Availability: gw.Availability(), Log: log, Tracker: procs})
 	if err != nil {
 		return err
@@ -88,6 +88,47 @@ func Serve(ctx context.Context, path string, stderr io.Writer) error {
 	err = gw.Run(ctx)
 	log.Info("agentgw stopped")
 	return err
+}
+
+// GatewayOptions is what the gateway reads of cfg: the [component] and
+// [gateway] tables, the quotas it enforces, the policy, and the mcp
+// endpoints with cold_start_supported = true. A SIGHUP changes only the
+// policy (reload), so the rest is read once, here.
+func GatewayOptions(cfg *config.Config) gateway.Options {
+	coldStart := map[string]bool{}
+	for _, ep := range cfg.Endpoints {
+		if ep.MCP != nil && ep.MCP.ColdStart {
+			coldStart[ep.JID] = true
+		}
+	}
+	return gateway.Options{
+		Domain:            cfg.Domain,
+		Server:            cfg.Server,
+		Secret:            cfg.Secret,
+		TLS:               cfg.TLS,
+		TLSServerName:     cfg.TLSServerName,
+		TLSCAFile:         cfg.TLSCAFile,
+		InsecurePlaintext: cfg.InsecurePlaintext,
+		PingInterval:      cfg.PingInterval,
+		PingTimeout:       cfg.PingTimeout,
+		ReconnectMax:      cfg.ReconnectMax,
+		DebugXML:          cfg.DebugXML,
+
+		Name:                 cfg.Name,
+		PageMax:              cfg.PageMax,
+		RequestReplaySeconds: cfg.RequestReplaySeconds,
+		RateLimit:            cfg.RateLimit,
+		RateBurst:            cfg.RateBurst,
+		DomainRateLimit:      cfg.DomainRateLimit,
+		DomainRateBurst:      cfg.DomainRateBurst,
+
+		VersionsPerRegistrant:    cfg.Quotas.VersionsPerRegistrant,
+		SubscriptionsPerEndpoint: cfg.Quotas.SubscriptionsPerEndpoint,
+		SubscriptionsTotal:       cfg.Quotas.SubscriptionsTotal,
+
+		Policy:    cfg.Policy,
+		ColdStart: coldStart,
+	}
 }
 
 // startTasks starts the task service over the runtime of every

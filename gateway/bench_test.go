@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"agentgw/db"
-	"agentgw/gateway"
 )
 
 // BenchmarkEndpointInfo measures the gateway alone: one endpoint disco#info
@@ -89,7 +88,7 @@ func startUnlimited(t testing.TB) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	gw := gateway.New(cfg, store, nil)
+	gw := newGateway(cfg, store)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- gw.Run(ctx) }()

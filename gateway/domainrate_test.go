@@ -9,7 +9,6 @@ import (
 
 	"agentgw/config"
 	"agentgw/db"
-	"agentgw/gateway"
 )
 
 // startWith is start with the configuration edited before the gateway is
@@ -24,7 +23,7 @@ func startWith(t testing.TB, edit func(*config.Config)) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	gw := gateway.New(cfg, store, nil)
+	gw := newGateway(cfg, store)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- gw.Run(ctx) }()

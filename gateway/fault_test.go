@@ -88,7 +88,7 @@ func TestWriteTimeoutDropsStream(t *testing.T) {
 	srv, pl := newPipeServer(t)
 	cfg := testConfig(t, pl.Addr().String(), "")
 	store := openStore(t)
-	gw := gateway.New(cfg, store, nil)
+	gw := newGateway(cfg, store)
 	gw.SetWriteTimeout(faultWriteTimeout)
 	gw.SetDialer(pl.dial)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -21,7 +21,6 @@ import (
 	"time"
 
 	"agentgw/adhoc"
-	"agentgw/config"
 	"agentgw/db"
 	"agentgw/directory"
 	"agentgw/legacy"
@@ -62,7 +61,7 @@ var ErrStreamLost = errors.New("gateway: component stream lost")
 
 // Gateway is the running component.
 type Gateway struct {
-	cfg    *config.Config
+	opts   Options
 	store  *db.Store
 	log    *slog.Logger
 	dir    *directory.Service
@@ -108,48 +107,35 @@ type Gateway struct {
 	notify    chan struct{}
 }
 
-// New builds a Gateway from a validated configuration and an open store.
-func New(cfg *config.Config, store *db.Store, log *slog.Logger) *Gateway {
+// New builds a Gateway from its options and an open store.
+func New(opts Options, store *db.Store, log *slog.Logger) *Gateway {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	g := &Gateway{
-		cfg:           cfg,
+		opts:          opts,
 		store:         store,
 		log:           log,
-		domain:        cfg.Domain,
+		domain:        opts.Domain,
 		workers:       make(chan struct{}, maxWorkers),
 		pending:       newPendingIQs(maxPendingIQs),
-		limiter:       newLimiter(cfg.RateLimit, float64(cfg.RateBurst)),
-		domainLimiter: newLimiter(cfg.DomainRateLimit, float64(cfg.DomainRateBurst)),
+		limiter:       newLimiter(opts.RateLimit, float64(opts.RateBurst)),
+		domainLimiter: newLimiter(opts.DomainRateLimit, float64(opts.DomainRateBurst)),
 		notify:        make(chan struct{}),
 
 		writeTimeout: replyTimeout,
 		dir: &directory.Service{
 			Store:         store,
-			Name:          cfg.Name,
-			PageMax:       cfg.PageMax,
-			ReplaySeconds: cfg.RequestReplaySeconds,
-			ColdStart:     coldStartEndpoints(cfg.Endpoints),
+			Name:          opts.Name,
+			PageMax:       opts.PageMax,
+			ReplaySeconds: opts.RequestReplaySeconds,
+			ColdStart:     opts.ColdStart,
 		},
 	}
 	g.dial = g.dialServer
-	g.policy.Store(cfg.Policy)
+	g.policy.Store(opts.Policy)
 	g.buildRoutes()
 	return g
-}
-
-// coldStartEndpoints returns the endpoints whose configuration says that a
-// call starts their stopped runtime (an mcp endpoint with
-// cold_start_supported = true).
-func coldStartEndpoints(eps []config.Endpoint) map[string]bool {
-	out := map[string]bool{}
-	for _, ep := range eps {
-		if ep.MCP != nil && ep.MCP.ColdStart {
-			out[ep.JID] = true
-		}
-	}
-	return out
 }
 
 // features merges feature lists, sorted and without duplicates, as XEP-0115

@@ -4,12 +4,14 @@ import (
 	"context"
 	"crypto/sha1"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/xml"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -17,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"agentgw/app"
 	"agentgw/config"
 	"agentgw/db"
 	"agentgw/gateway"
@@ -204,6 +207,11 @@ endpoints = ["a001@agents.example", "a003@agents.example", "hidden-no@agents.exa
 	return cfg
 }
 
+// newGateway builds the gateway from cfg as agentgw serve does.
+func newGateway(cfg *config.Config, store *db.Store) *gateway.Gateway {
+	return gateway.New(app.GatewayOptions(cfg), store, nil)
+}
+
 func register(t testing.TB, store *db.Store, local, title string, activate bool) {
 	t.Helper()
 	j := local + "@" + domain
@@ -229,7 +237,7 @@ func start(t testing.TB, extra string) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	gw := gateway.New(cfg, store, nil)
+	gw := newGateway(cfg, store)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- gw.Run(ctx) }()
@@ -371,7 +379,7 @@ func TestNotAuthorizedIsFatal(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	gw := gateway.New(cfg, store, nil)
+	gw := newGateway(cfg, store)
 	done := make(chan error, 1)
 	go func() { done <- gw.Run(context.Background()) }()
 	srv.accept()
@@ -411,7 +419,7 @@ func TestKeepalivePing(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	gw := gateway.New(cfg, store, nil)
+	gw := newGateway(cfg, store)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go gw.Run(ctx)
@@ -490,7 +498,7 @@ func TestRateLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	gw := gateway.New(cfg, store, nil)
+	gw := newGateway(cfg, store)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go gw.Run(ctx)
@@ -506,5 +514,21 @@ func TestRateLimit(t *testing.T) {
 	}
 	if el := srv.iq(carol, domain, "get", ping); !strings.Contains(marshal(t, el), "type='result'") {
 		t.Fatalf("another sender: %s", marshal(t, el))
+	}
+}
+
+// TestOptionsHideSecret: neither the string form of Options nor a log line
+// that carries them shows the component secret.
+func TestOptionsHideSecret(t *testing.T) {
+	const sec = "do-not-print-me"
+	o := gateway.Options{Domain: jid.MustParse(domain), Server: "127.0.0.1:5347", Secret: []byte(sec)}
+	var b strings.Builder
+	slog.New(slog.NewTextHandler(&b, nil)).Info("start", "gateway", o)
+	slog.New(slog.NewJSONHandler(&b, nil)).Info("start", "gateway", o)
+	for _, s := range []string{fmt.Sprint(o), fmt.Sprintf("%+v", o), o.String(), b.String()} {
+		if strings.Contains(s, sec) || strings.Contains(s, base64.StdEncoding.EncodeToString([]byte(sec))) ||
+			!strings.Contains(s, "domain="+domain) {
+			t.Errorf("options shown as %q", s)
+		}
 	}
 }

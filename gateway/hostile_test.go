@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"agentgw/db"
-	"agentgw/gateway"
 	"agentgw/internal/testclock"
 	"agentgw/manifest"
 	"agentgw/runtime"
@@ -57,7 +56,7 @@ func startHostile(t *testing.T, policy string) (*env, *manifest.Manifest) {
 	if err := store.Activate(ctx, man.JID, man.Version, &man.Hash); err != nil {
 		t.Fatal(err)
 	}
-	gw := gateway.New(cfg, store, nil)
+	gw := newGateway(cfg, store)
 	svc, err := taskd.New(store, taskd.Options{
 		Machine:      task.Config{Retention: cfg.Tasks.Retention},
 		Runtimes:     map[string]runtime.Runtime{hostileJID: builtin.New(builtin.Options{})},

@@ -357,8 +357,8 @@ func (p *presenceState) handle(in inboundPresence) {
 	r := legacy.React(in.typ, st)
 	switch r.Store {
 	case legacy.StoreSubscribe:
-		q := g.cfg.Quotas
-		_, err = g.store.SubscribeWithin(ctx, ep, sub.String(), q.SubscriptionsPerEndpoint, q.SubscriptionsTotal)
+		o := &g.opts
+		_, err = g.store.SubscribeWithin(ctx, ep, sub.String(), o.SubscriptionsPerEndpoint, o.SubscriptionsTotal)
 		if errors.Is(err, db.ErrQuota) {
 			// Past [quotas] subscriptions_per_endpoint or
 			// subscriptions_total: a presence error, and nothing stored

@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"agentgw/db"
-	"agentgw/gateway"
 	"agentgw/legacy"
 	"agentgw/policy"
 	"agentgw/wire"
@@ -329,7 +328,7 @@ func TestPresenceShutdown(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	gw := gateway.New(cfg, store, nil)
+	gw := newGateway(cfg, store)
 	rctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- gw.Run(rctx) }()

@@ -42,7 +42,7 @@ func (g *Gateway) adhocEndpointFeatures(ctx context.Context, req *Request) ([]st
 
 // gatewayCommands is the command surface of the gateway JID.
 func (g *Gateway) gatewayCommands() *adhoc.GatewayService {
-	return &adhoc.GatewayService{Store: g.store, PageSize: g.cfg.PageMax, Sessions: &g.commands,
+	return &adhoc.GatewayService{Store: g.store, PageSize: g.opts.PageMax, Sessions: &g.commands,
 		Provisioned: func(op string, from jid.JID, endpoint string) {
 			g.log.Info("provisioning", "op", op, "from", from.Bare().String(), "jid", endpoint)
 		}}

@@ -18,7 +18,7 @@ func (g *Gateway) apiService() *api.Service {
 		// The hook for the task layer: the task features it implements,
 		// set per endpoint by endpointNodeInfo (route_task.go).
 		TaskFeatures:    nil,
-		MaxSelfVersions: g.cfg.Quotas.VersionsPerRegistrant,
+		MaxSelfVersions: g.opts.VersionsPerRegistrant,
 	}
 }
 

@@ -14,7 +14,7 @@ func searchFields(*Gateway, context.Context, *Request) (xml.TokenReader, error) 
 
 // searchSubmit answers a search set at the gateway JID (package search).
 func searchSubmit(g *Gateway, ctx context.Context, req *Request) (xml.TokenReader, error) {
-	svc := search.Service{Store: g.store, PageMax: g.cfg.PageMax}
+	svc := search.Service{Store: g.store, PageMax: g.opts.PageMax}
 	res, err := svc.Search(ctx, *req)
 	if err != nil {
 		return nil, err

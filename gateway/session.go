@@ -28,7 +28,7 @@ var ErrNotAuthorized = errors.New("gateway: the server rejected the component se
 // reconnecting after every stream loss with capped exponential backoff and
 // jitter. It returns nil when ctx ends.
 func (g *Gateway) Run(ctx context.Context) error {
-	delay := min(backoffMin, g.cfg.ReconnectMax)
+	delay := min(backoffMin, g.opts.ReconnectMax)
 	for {
 		started := time.Now()
 		err := g.connectAndServe(ctx)
@@ -36,23 +36,23 @@ func (g *Gateway) Run(ctx context.Context) error {
 			return nil
 		}
 		if errors.Is(err, ErrNotAuthorized) {
-			g.log.Error("component stream refused; not retrying", "server", g.cfg.Server, "err", err)
+			g.log.Error("component stream refused; not retrying", "server", g.opts.Server, "err", err)
 			return err
 		}
 		if time.Since(started) >= backoffReset {
-			delay = min(backoffMin, g.cfg.ReconnectMax)
+			delay = min(backoffMin, g.opts.ReconnectMax)
 		}
 		// Equal jitter: half the delay fixed, half random, so a restarted
 		// server is not hit by every gateway at the same instant.
 		wait := delay/2 + rand.N(delay/2+1)
 		metrics.StreamReconnects.Inc()
-		g.log.Warn("component stream down; reconnecting", "server", g.cfg.Server, "err", err, "in", wait.Round(time.Millisecond))
+		g.log.Warn("component stream down; reconnecting", "server", g.opts.Server, "err", err, "in", wait.Round(time.Millisecond))
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-time.After(wait):
 		}
-		delay = max(min(delay*2, g.cfg.ReconnectMax), time.Millisecond)
+		delay = max(min(delay*2, g.opts.ReconnectMax), time.Millisecond)
 	}
 }
 
@@ -69,9 +69,9 @@ func (g *Gateway) connectAndServe(ctx context.Context) error {
 	// context that ends when it returns: mellium arms a goroutine on the
 	// context that, racing with its own cleanup, can set a past deadline on
 	// the live connection (see session.send).
-	tc := &traceConn{Conn: conn, log: g.log, enabled: g.cfg.DebugXML, timeout: g.writeTimeout}
+	tc := &traceConn{Conn: conn, log: g.log, enabled: g.opts.DebugXML, timeout: g.writeTimeout}
 	_ = conn.SetDeadline(time.Now().Add(handshakeTimeout))
-	sess, err := component.NewSession(ctx, g.domain, g.cfg.Secret, tc)
+	sess, err := component.NewSession(ctx, g.domain, g.opts.Secret, tc)
 	_ = conn.SetDeadline(time.Time{})
 	if err != nil {
 		conn.Close()
@@ -102,11 +102,11 @@ func (g *Gateway) serve(ctx context.Context, sess *xmpp.Session, conn net.Conn) 
 	// missing; its first pass announces available to subscribers.
 	s.presence = startPresence(s)
 	g.setConnected(true)
-	g.log.Info("component stream up", "domain", g.domain.String(), "server", g.cfg.Server)
+	g.log.Info("component stream up", "domain", g.domain.String(), "server", g.opts.Server)
 
 	done := make(chan error, 1)
 	go func() { done <- sess.Serve(s.handler()) }()
-	go s.keepalive(g.cfg.PingInterval, g.cfg.PingTimeout, conn)
+	go s.keepalive(g.opts.PingInterval, g.opts.PingTimeout, conn)
 	go s.releaseWhenIdle(idleRelease, releaseMemory)
 
 	var err error
@@ -142,33 +142,33 @@ func (g *Gateway) serve(ctx context.Context, sess *xmpp.Session, conn net.Conn) 
 // certificate verification.
 func (g *Gateway) dialServer(ctx context.Context) (net.Conn, error) {
 	d := &net.Dialer{KeepAlive: 30 * time.Second}
-	if !g.cfg.TLS {
-		conn, err := d.DialContext(ctx, "tcp", g.cfg.Server)
+	if !g.opts.TLS {
+		conn, err := d.DialContext(ctx, "tcp", g.opts.Server)
 		if err != nil {
 			return nil, err
 		}
 		// Configuration accepted the name; check where it led, since a
 		// resolver can map "localhost" anywhere.
-		if tcp, ok := conn.RemoteAddr().(*net.TCPAddr); !g.cfg.InsecurePlaintext && (!ok || !tcp.IP.IsLoopback()) {
+		if tcp, ok := conn.RemoteAddr().(*net.TCPAddr); !g.opts.InsecurePlaintext && (!ok || !tcp.IP.IsLoopback()) {
 			conn.Close()
 			return nil, fmt.Errorf("plaintext component stream refused: %s is not a loopback address", conn.RemoteAddr())
 		}
-		if g.cfg.InsecurePlaintext {
-			g.log.Warn("component stream is plaintext to a non-loopback server (insecure_plaintext)", "server", g.cfg.Server)
+		if g.opts.InsecurePlaintext {
+			g.log.Warn("component stream is plaintext to a non-loopback server (insecure_plaintext)", "server", g.opts.Server)
 		}
 		return conn, nil
 	}
-	host, _, _ := net.SplitHostPort(g.cfg.Server)
+	host, _, _ := net.SplitHostPort(g.opts.Server)
 	tcfg := &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12}
-	if g.cfg.TLSServerName != "" {
-		tcfg.ServerName = g.cfg.TLSServerName
+	if g.opts.TLSServerName != "" {
+		tcfg.ServerName = g.opts.TLSServerName
 	}
-	if g.cfg.TLSCAFile != "" {
+	if g.opts.TLSCAFile != "" {
 		pool, err := x509.SystemCertPool()
 		if err != nil {
 			pool = x509.NewCertPool()
 		}
-		pem, err := os.ReadFile(g.cfg.TLSCAFile)
+		pem, err := os.ReadFile(g.opts.TLSCAFile)
 		if err != nil {
 			return nil, fmt.Errorf("read tls_ca_file: %w", err)
 		}
@@ -178,7 +178,7 @@ func (g *Gateway) dialServer(ctx context.Context) (net.Conn, error) {
 		tcfg.RootCAs = pool
 	}
 	td := &tls.Dialer{NetDialer: d, Config: tcfg}
-	return td.DialContext(ctx, "tcp", g.cfg.Server)
+	return td.DialContext(ctx, "tcp", g.opts.Server)
 }
 
 // keepalive pings the gateway's own domain after a quiet interval: the IQ

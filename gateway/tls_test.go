@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"agentgw/db"
-	"agentgw/gateway"
 )
 
 // selfSigned returns a TLS certificate for 127.0.0.1 and its PEM.
@@ -62,7 +61,7 @@ func TestDirectTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	gw := gateway.New(cfg, store, nil)
+	gw := newGateway(cfg, store)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go gw.Run(ctx)
@@ -108,7 +107,7 @@ func TestTLSUnverifiedRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	gw := gateway.New(cfg, store, nil)
+	gw := newGateway(cfg, store)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go gw.Run(ctx)

@@ -1,0 +1,74 @@
+package app_test
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"agentgw/app"
+	"agentgw/config"
+	"agentgw/policy"
+
+	"mellium.im/xmpp/jid"
+)
+
+// TestGatewayOptions: every option the gateway reads comes from its key of
+// the configuration, and only mcp endpoints with cold_start_supported =
+// true are cold-start endpoints.
+func TestGatewayOptions(t *testing.T) {
+	pol := &policy.Policy{Admins: []string{"admin@home.example"}}
+	cfg := &config.Config{
+		Domain:            jid.MustParse("agents.example"),
+		Server:            "xmpp.example:5347",
+		Secret:            []byte("s3cret"),
+		TLS:               true,
+		TLSServerName:     "xmpp.example",
+		TLSCAFile:         "/etc/agentgw/ca.pem",
+		InsecurePlaintext: true,
+		PingInterval:      time.Minute,
+		PingTimeout:       2 * time.Second,
+		ReconnectMax:      3 * time.Minute,
+		DebugXML:          true,
+
+		Name:                 "Agents",
+		PageMax:              25,
+		RequestReplaySeconds: 120,
+		RateLimit:            4.5,
+		RateBurst:            9,
+		DomainRateLimit:      40,
+		DomainRateBurst:      80,
+
+		Quotas: config.Quotas{VersionsPerRegistrant: 7, SubscriptionsPerEndpoint: 11, SubscriptionsTotal: 13,
+			FinishedTasksPerCaller: 17, StoredBytesPerCaller: 19},
+		Policy: pol,
+		Endpoints: []config.Endpoint{
+			{JID: "demo@agents.example", Runtime: config.RuntimeBuiltin},
+			{JID: "cold@agents.example", Runtime: config.RuntimeMCP, MCP: &config.MCPEndpoint{ColdStart: true}},
+			{JID: "warm@agents.example", Runtime: config.RuntimeMCP, MCP: &config.MCPEndpoint{KeepWarm: true}},
+		},
+	}
+	got := reflect.ValueOf(app.GatewayOptions(cfg))
+	// Each option but ColdStart is the configuration's field of the same
+	// name, in Config or in its Quotas; every one is set, so that an
+	// option added to gateway.Options and not to GatewayOptions fails.
+	for i := range got.NumField() {
+		name, opt := got.Type().Field(i).Name, got.Field(i)
+		if opt.IsZero() {
+			t.Errorf("GatewayOptions leaves %s unset", name)
+		}
+		if name == "ColdStart" {
+			continue
+		}
+		src := reflect.ValueOf(*cfg).FieldByName(name)
+		if !src.IsValid() {
+			src = reflect.ValueOf(cfg.Quotas).FieldByName(name)
+		}
+		if !src.IsValid() || !reflect.DeepEqual(opt.Interface(), src.Interface()) {
+			t.Errorf("GatewayOptions %s = %v, want the configuration's %v", name, opt, src)
+		}
+	}
+	want := map[string]bool{"cold@agents.example": true}
+	if cold := app.GatewayOptions(cfg).ColdStart; !reflect.DeepEqual(cold, want) {
+		t.Errorf("ColdStart = %v, want %v", cold, want)
+	}
+}
