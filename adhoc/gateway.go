@@ -195,7 +195,7 @@ func (x *gwExchange) find(ctx context.Context) (Command, error) {
 		return x.page(ctx, "Agents")
 	}
 	if !x.sess.searched {
-		return x.reply(StatusExecuting, submitActions, form), nil
+		return x.askAgain(form), nil
 	}
 	return x.turn(ctx, "Agents")
 }
@@ -287,7 +287,7 @@ func endpointForm(title string, withVersion bool) *Form {
 }
 
 // endpointJID reads the endpoint of a submitted form as a bare JID.
-func endpointJID(f Form) (string, error) {
+func endpointJID(f Form) (string, *FieldError) {
 	j, err := jid.Parse(value(f, varJID))
 	if err != nil || j.Localpart() == "" || j.Resourcepart() != "" {
 		return "", &FieldError{Var: varJID, Label: "Endpoint", Reason: "is not a bare JID"}
@@ -295,20 +295,34 @@ func endpointJID(f Form) (string, error) {
 	return j.Bare().String(), nil
 }
 
+// askAgain shows form (again), with notes, and waits for its submission.
+func (x *gwExchange) askAgain(form *Form, notes ...Note) Command {
+	return x.reply(StatusExecuting, submitActions, form, notes...)
+}
+
+// submittedEndpoint is the first step of the endpoint commands: the
+// submitted form and its endpoint, or (ok false) the reply that asks for
+// them, again with a note when the endpoint is not a bare JID.
+func (x *gwExchange) submittedEndpoint(form *Form) (f Form, ep string, ask Command, ok bool) {
+	if f, ok = x.submitted(); !ok {
+		return f, "", x.askAgain(form), false
+	}
+	ep, fe := endpointJID(f)
+	if fe != nil {
+		return f, "", x.askAgain(form, fe.Note()), false
+	}
+	return f, ep, Command{}, true
+}
+
 func (x *gwExchange) status(ctx context.Context) (Command, error) {
 	form := endpointForm("Endpoint status", false)
-	f, ok := x.submitted()
+	_, ep, ask, ok := x.submittedEndpoint(form)
 	if !ok {
-		return x.reply(StatusExecuting, submitActions, form), nil
-	}
-	ep, err := endpointJID(f)
-	var fe *FieldError
-	if errors.As(err, &fe) {
-		return x.reply(StatusExecuting, submitActions, form, fe.Note()), nil
+		return ask, nil
 	}
 	st, err := x.s.Store.Status(ctx, ep)
 	if errors.Is(err, db.ErrNotFound) {
-		return x.reply(StatusExecuting, submitActions, form, Note{Type: NoteError, Text: "No endpoint has that JID."}), nil
+		return x.askAgain(form, Note{Type: NoteError, Text: "No endpoint has that JID."}), nil
 	}
 	if err != nil {
 		return Command{}, err
@@ -333,22 +347,17 @@ func (x *gwExchange) status(ctx context.Context) (Command, error) {
 
 func (x *gwExchange) activate(ctx context.Context) (Command, error) {
 	form := endpointForm("Activate an endpoint version", true)
-	f, ok := x.submitted()
+	f, ep, ask, ok := x.submittedEndpoint(form)
 	if !ok {
-		return x.reply(StatusExecuting, submitActions, form), nil
+		return ask, nil
 	}
-	ep, err := endpointJID(f)
 	version := value(f, varVersion)
-	var fe *FieldError
-	if errors.As(err, &fe) {
-		return x.reply(StatusExecuting, submitActions, form, fe.Note()), nil
-	}
 	if version == "" {
-		return x.reply(StatusExecuting, submitActions, form, (&FieldError{Var: varVersion, Label: "Version", Reason: "is required"}).Note()), nil
+		return x.askAgain(form, (&FieldError{Var: varVersion, Label: "Version", Reason: "is required"}).Note()), nil
 	}
-	err = x.s.Store.Activate(ctx, ep, version, nil)
+	err := x.s.Store.Activate(ctx, ep, version, nil)
 	if errors.Is(err, db.ErrNotFound) {
-		return x.reply(StatusExecuting, submitActions, form, Note{Type: NoteError, Text: "No endpoint has that JID and version."}), nil
+		return x.askAgain(form, Note{Type: NoteError, Text: "No endpoint has that JID and version."}), nil
 	}
 	if err != nil {
 		return Command{}, err
@@ -361,18 +370,13 @@ func (x *gwExchange) activate(ctx context.Context) (Command, error) {
 
 func (x *gwExchange) deactivate(ctx context.Context) (Command, error) {
 	form := endpointForm("Deactivate an endpoint", false)
-	f, ok := x.submitted()
+	_, ep, ask, ok := x.submittedEndpoint(form)
 	if !ok {
-		return x.reply(StatusExecuting, submitActions, form), nil
+		return ask, nil
 	}
-	ep, err := endpointJID(f)
-	var fe *FieldError
-	if errors.As(err, &fe) {
-		return x.reply(StatusExecuting, submitActions, form, fe.Note()), nil
-	}
-	err = x.s.Store.Deactivate(ctx, ep)
+	err := x.s.Store.Deactivate(ctx, ep)
 	if errors.Is(err, db.ErrNotFound) {
-		return x.reply(StatusExecuting, submitActions, form, Note{Type: NoteError, Text: "No endpoint has that JID."}), nil
+		return x.askAgain(form, Note{Type: NoteError, Text: "No endpoint has that JID."}), nil
 	}
 	if err != nil {
 		return Command{}, err

@@ -34,10 +34,10 @@ const (
 	InvokeAttemptTimeout = 15 * time.Second
 	// MaxInvokeAttempts bounds the identical retries of one request.
 	MaxInvokeAttempts = 8
-	// retryBackoff is the first pause between retries; it doubles up to
-	// maxRetryBackoff.
-	retryBackoff    = 500 * time.Millisecond
-	maxRetryBackoff = 8 * time.Second
+	// RetryBackoff is the first pause between retries (of a request, or
+	// of a login in `agentgw client`); it doubles up to MaxRetryBackoff.
+	RetryBackoff    = 500 * time.Millisecond
+	MaxRetryBackoff = 8 * time.Second
 	// RequestIDPrefix starts generated request IDs; 128 random bits follow.
 	RequestIDPrefix = "req-"
 	// MaxRevisionRetries bounds how often cancel and input retry after a
@@ -183,7 +183,7 @@ func (c *Client) SetRetrying(ctx context.Context, to string, payload xml.TokenRe
 	if err != nil {
 		return wire.Element{}, false, err
 	}
-	backoff := retryBackoff
+	backoff := RetryBackoff
 	for attempt := 1; attempt <= MaxInvokeAttempts; attempt++ {
 		el, err = c.rawIQ(ctx, timeout, "set", to, raw)
 		if err == nil {
@@ -201,7 +201,7 @@ func (c *Client) SetRetrying(ctx context.Context, to string, payload xml.TokenRe
 			if !Sleep(ctx, backoff) {
 				return wire.Element{}, true, ctx.Err()
 			}
-			backoff = min(2*backoff, maxRetryBackoff)
+			backoff = min(2*backoff, MaxRetryBackoff)
 		}
 	}
 	return wire.Element{}, true, err

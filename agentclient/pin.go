@@ -123,15 +123,11 @@ func (c *Client) Pin(ctx context.Context, endpoint jid.JID, toolName string) (*P
 // PinTool is steps 6 and 7 for a tool of a manifest already verified: the
 // tool node of that version and its input schema, under its hash.
 func (c *Client) PinTool(ctx context.Context, m *manifest.Manifest, toolName string) (*Pin, error) {
-	endpoint, err := jid.Parse(m.JID)
+	p, err := pinOf(m, toolName, "retrieved")
 	if err != nil {
-		return nil, pinError("the manifest names no endpoint")
+		return nil, err
 	}
-	t, ok := m.Tool(toolName)
-	if !ok {
-		return nil, fmt.Errorf("%w: %s version %s has no tool %q", ErrNoTool, endpoint, m.Version, SafeText(toolName, 100))
-	}
-	p := &Pin{Endpoint: endpoint, Version: m.Version, Hash: m.Hash, Source: "retrieved", Tool: t}
+	endpoint, t := p.Endpoint, p.Tool
 
 	// Step 6: the tool node of the pinned version.
 	node := manifest.ToolNode(m.Version, t.Name)
@@ -180,6 +176,19 @@ func PinFlags(endpoint jid.JID, version string, hash [32]byte) *Pin {
 // PinManifest pins a tool of a trusted local copy of the manifest, whose
 // input schema then validates the arguments.
 func PinManifest(m *manifest.Manifest, toolName string) (*Pin, error) {
+	p, err := pinOf(m, toolName, "manifest-file")
+	if err != nil {
+		return nil, err
+	}
+	if p.input, err = manifest.CompileSchema(p.Tool.InputSchema, true, manifest.Options{}); err != nil {
+		return nil, fmt.Errorf("input schema of %s: %w", SafeText(toolName, 100), err)
+	}
+	return p, nil
+}
+
+// pinOf pins the version and hash of m and its tool toolName, as learnt
+// from source; the input schema is left to the caller.
+func pinOf(m *manifest.Manifest, toolName, source string) (*Pin, error) {
 	endpoint, err := jid.Parse(m.JID)
 	if err != nil {
 		return nil, pinError("the manifest names no endpoint")
@@ -188,11 +197,7 @@ func PinManifest(m *manifest.Manifest, toolName string) (*Pin, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: %s version %s has no tool %q", ErrNoTool, endpoint, m.Version, SafeText(toolName, 100))
 	}
-	p := &Pin{Endpoint: endpoint, Version: m.Version, Hash: m.Hash, Source: "manifest-file", Tool: t}
-	if p.input, err = manifest.CompileSchema(t.InputSchema, true, manifest.Options{}); err != nil {
-		return nil, fmt.Errorf("input schema of %s: %w", SafeText(toolName, 100), err)
-	}
-	return p, nil
+	return &Pin{Endpoint: endpoint, Version: m.Version, Hash: m.Hash, Source: source, Tool: t}, nil
 }
 
 // ErrArguments is the error of arguments that fail the local checks.

@@ -99,6 +99,25 @@ func TerminalEventType(s task.State) task.EventType {
 	return task.EventCancelled
 }
 
+// TaskFailure is the error object of a failed task's payload (the
+// "failed" event of the event schema). Its text is the target's:
+// untrusted.
+type TaskFailure struct {
+	Code      string `json:"code"`
+	Message   string `json:"message"`
+	Retryable bool   `json:"retryable"`
+}
+
+// FailureOf reads the error object of a failed task's payload, already
+// checked against the event schema; zero when there is none.
+func FailureOf(payload []byte) TaskFailure {
+	var p struct {
+		Error TaskFailure `json:"error"`
+	}
+	json.Unmarshal(payload, &p)
+	return p.Error
+}
+
 // SettledError is the error of a cancellation for a task that has
 // already settled.
 type SettledError struct {

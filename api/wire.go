@@ -150,15 +150,12 @@ func (o EndpointOp) TokenReader() xml.TokenReader {
 
 // ParseEndpointOp reads an element of the endpointOperation type named name.
 func ParseEndpointOp(el wire.Element, name xml.Name) (EndpointOp, error) {
-	if err := expectName(el, name); err != nil {
+	if err := expectEmpty(el, name); err != nil {
 		return EndpointOp{}, err
 	}
-	if len(el.Children()) != 0 {
-		return EndpointOp{}, parseErr(name.Local, "must be empty")
-	}
-	j, ok := el.AttrValue("jid")
-	if !ok || j == "" {
-		return EndpointOp{}, parseErr(name.Local, "jid is required")
+	j, err := requireJID(el, name)
+	if err != nil {
+		return EndpointOp{}, err
 	}
 	return EndpointOp{Name: name, JID: j}, nil
 }
@@ -229,9 +226,9 @@ func ParseRegistration(el wire.Element) (Registration, error) {
 	if err := expectName(el, NameRegistration); err != nil {
 		return Registration{}, err
 	}
-	j, ok := el.AttrValue("jid")
-	if !ok || j == "" {
-		return Registration{}, parseErr("registration", "jid is required")
+	j, err := requireJID(el, NameRegistration)
+	if err != nil {
+		return Registration{}, err
 	}
 	r := Registration{JID: j}
 	for _, c := range el.Children() {
@@ -239,7 +236,6 @@ func ParseRegistration(el wire.Element) (Registration, error) {
 			return Registration{}, parseErr("registration", "may contain only <version/>")
 		}
 		var v RegisteredVersion
-		var err error
 		if v.ID, _ = c.AttrValue("id"); !manifest.ValidVersion(v.ID) {
 			return Registration{}, parseErr("version", "id must be a valid version")
 		}
@@ -275,15 +271,12 @@ func (r ManifestRequest) TokenReader() xml.TokenReader {
 // ParseManifestRequest reads a <manifest-request/> query. A version
 // attribute, if present, must match the version grammar.
 func ParseManifestRequest(el wire.Element) (ManifestRequest, error) {
-	if err := expectName(el, NameManifestRequest); err != nil {
+	if err := expectEmpty(el, NameManifestRequest); err != nil {
 		return ManifestRequest{}, err
 	}
-	if len(el.Children()) != 0 {
-		return ManifestRequest{}, parseErr("manifest-request", "must be empty")
-	}
-	v, ok := el.AttrValue("version")
-	if ok && !manifest.ValidVersion(v) {
-		return ManifestRequest{}, parseErr("manifest-request", "version must match [A-Za-z0-9._~-]{1,64}")
+	v, err := versionAttr(el, NameManifestRequest, false)
+	if err != nil {
+		return ManifestRequest{}, err
 	}
 	return ManifestRequest{Version: v}, nil
 }
@@ -413,6 +406,17 @@ func expectName(el wire.Element, name xml.Name) error {
 	return nil
 }
 
+// expectEmpty checks that el is named name and has no children.
+func expectEmpty(el wire.Element, name xml.Name) error {
+	if err := expectName(el, name); err != nil {
+		return err
+	}
+	if len(el.Children()) != 0 {
+		return parseErr(name.Local, "must be empty")
+	}
+	return nil
+}
+
 func jidVersionAttrs(jid, version string) []xml.Attr {
 	attrs := []xml.Attr{wire.Attr("jid", jid)}
 	if version != "" {
@@ -424,25 +428,39 @@ func jidVersionAttrs(jid, version string) []xml.Attr {
 // parseJIDVersion reads the jid and version attributes of an empty element;
 // version is optional unless needVersion.
 func parseJIDVersion(el wire.Element, name xml.Name, needVersion bool) (jid, version string, err error) {
-	if err := expectName(el, name); err != nil {
+	if err := expectEmpty(el, name); err != nil {
 		return "", "", err
-	}
-	if len(el.Children()) != 0 {
-		return "", "", parseErr(name.Local, "must be empty")
 	}
 	return jidVersion(el, name, needVersion)
 }
 
 func jidVersion(el wire.Element, name xml.Name, needVersion bool) (jid, version string, err error) {
-	jid, ok := el.AttrValue("jid")
-	if !ok || jid == "" {
-		return "", "", parseErr(name.Local, "jid is required")
+	if jid, err = requireJID(el, name); err != nil {
+		return "", "", err
 	}
-	version, ok = el.AttrValue("version")
-	if (ok || needVersion) && !manifest.ValidVersion(version) {
-		return "", "", parseErr(name.Local, "version must match [A-Za-z0-9._~-]{1,64}")
+	if version, err = versionAttr(el, name, needVersion); err != nil {
+		return "", "", err
 	}
 	return jid, version, nil
+}
+
+// requireJID reads the jid attribute of el, named name, which must be set.
+func requireJID(el wire.Element, name xml.Name) (string, error) {
+	j, ok := el.AttrValue("jid")
+	if !ok || j == "" {
+		return "", parseErr(name.Local, "jid is required")
+	}
+	return j, nil
+}
+
+// versionAttr reads the version attribute of el, named name: when present
+// (or needed) it must match the version grammar.
+func versionAttr(el wire.Element, name xml.Name, needVersion bool) (string, error) {
+	v, ok := el.AttrValue("version")
+	if (ok || needVersion) && !manifest.ValidVersion(v) {
+		return "", parseErr(name.Local, "version must match [A-Za-z0-9._~-]{1,64}")
+	}
+	return v, nil
 }
 
 // parseJIDVersionHash reads an element with jid and version attributes and

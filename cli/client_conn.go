@@ -14,14 +14,12 @@ import (
 	"mellium.im/xmpp/jid"
 )
 
-// Timeouts and retry bounds of the client commands.
+// Timeouts and retry bounds of the client commands; the pause between
+// retries is agentclient.RetryBackoff, doubling up to
+// agentclient.MaxRetryBackoff.
 const (
 	// loginTimeout bounds each login, first or after a lost session.
 	loginTimeout = 30 * time.Second
-	// retryBackoff is the first pause between retries; it doubles up to
-	// maxRetryBackoff.
-	retryBackoff    = 500 * time.Millisecond
-	maxRetryBackoff = 8 * time.Second
 	// maxReconnects bounds the logins after the session was lost, per
 	// command.
 	maxReconnects = 5
@@ -67,7 +65,7 @@ func (s *session) reconnect(ctx context.Context) error {
 	if s.c != nil {
 		s.c.Close()
 	}
-	backoff := retryBackoff
+	backoff := agentclient.RetryBackoff
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
 		dctx, cancel := context.WithTimeout(ctx, loginTimeout)
@@ -81,7 +79,7 @@ func (s *session) reconnect(ctx context.Context) error {
 		if !sleep(ctx, backoff) {
 			return ctx.Err()
 		}
-		backoff = min(2*backoff, maxRetryBackoff)
+		backoff = min(2*backoff, agentclient.MaxRetryBackoff)
 	}
 	return fmt.Errorf("log in again: %w", err)
 }

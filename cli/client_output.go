@@ -205,19 +205,15 @@ func (cmd *clientCmd) printResult(r task.TaskResult) {
 // validated against the event schema).
 func eventSummary(typ task.EventType, payload []byte) string {
 	var p struct {
-		State     string   `json:"state"`
-		Percent   *float64 `json:"percent"`
-		Stage     string   `json:"stage"`
-		Message   string   `json:"message"`
-		RequestID string   `json:"requestId"`
-		Question  string   `json:"question"`
-		Summary   string   `json:"summary"`
-		Reason    string   `json:"reason"`
-		Error     *struct {
-			Code      string `json:"code"`
-			Message   string `json:"message"`
-			Retryable bool   `json:"retryable"`
-		} `json:"error"`
+		State     string                   `json:"state"`
+		Percent   *float64                 `json:"percent"`
+		Stage     string                   `json:"stage"`
+		Message   string                   `json:"message"`
+		RequestID string                   `json:"requestId"`
+		Question  string                   `json:"question"`
+		Summary   string                   `json:"summary"`
+		Reason    string                   `json:"reason"`
+		Error     *agentclient.TaskFailure `json:"error"`
 	}
 	json.Unmarshal(payload, &p)
 	var parts []string

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -182,14 +181,8 @@ func outcome(r task.TaskResult) error {
 	case task.StateCancelled:
 		return fmt.Errorf("task %s was cancelled", r.TaskID)
 	}
-	var p struct {
-		Error struct {
-			Code    string `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
-	}
-	json.Unmarshal(r.Payload, &p)
-	return fmt.Errorf("task %s failed: %s: %s", r.TaskID, safeText(p.Error.Code, 128), safeText(p.Error.Message, 400))
+	f := agentclient.FailureOf(r.Payload)
+	return fmt.Errorf("task %s failed: %s: %s", r.TaskID, safeText(f.Code, 128), safeText(f.Message, 400))
 }
 
 func (cmd *clientCmd) stateCmd(ctx context.Context, endpoint jid.JID, taskID string) error {

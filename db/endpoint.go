@@ -72,22 +72,7 @@ type EndpointStatus struct {
 // same version with a different hash is ErrConflict, and so is content other
 // than the removed content under a tombstoned version (see RemoveVersion).
 func (s *Store) RegisterVersion(ctx context.Context, v Version, origin string) (created bool, err error) {
-	if err := validateVersion(&v, origin); err != nil {
-		return false, err
-	}
-	tx, err := s.beginWrite(ctx)
-	if err != nil {
-		return false, fmt.Errorf("db: register version: %w", err)
-	}
-	defer tx.rollback()
-	created, err = registerVersion(ctx, tx, &v, origin, tx.now)
-	if err != nil {
-		return false, err
-	}
-	if err := tx.commit(); err != nil {
-		return false, fmt.Errorf("db: register version: %w", err)
-	}
-	return created, nil
+	return s.RegisterVersionWithin(ctx, v, origin, 0)
 }
 
 // ImportVersions is the bulk path: it registers every version in one

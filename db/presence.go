@@ -10,31 +10,7 @@ import (
 // subscription already existed, and ErrNotFound if the endpoint does not
 // exist.
 func (s *Store) Subscribe(ctx context.Context, endpointJID, subscriber string) (created bool, err error) {
-	if subscriber == "" {
-		return false, fmt.Errorf("db: subscribe to %s: empty subscriber", endpointJID)
-	}
-	tx, err := s.beginWrite(ctx)
-	if err != nil {
-		return false, fmt.Errorf("db: subscribe: %w", err)
-	}
-	defer tx.rollback()
-	if err := requireEndpoint(ctx, tx, endpointJID); err != nil {
-		return false, err
-	}
-	res, err := tx.exec(ctx, `INSERT INTO presence_subscription (endpoint_jid, subscriber, created_at)
-		VALUES (?, ?, ?) ON CONFLICT (endpoint_jid, subscriber) DO NOTHING`,
-		endpointJID, subscriber, millis(tx.now))
-	if err != nil {
-		return false, fmt.Errorf("db: subscribe %s to %s: %w", subscriber, endpointJID, err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return false, fmt.Errorf("db: subscribe %s to %s: %w", subscriber, endpointJID, err)
-	}
-	if err := tx.commit(); err != nil {
-		return false, fmt.Errorf("db: subscribe: %w", err)
-	}
-	return n == 1, nil
+	return s.SubscribeWithin(ctx, endpointJID, subscriber, 0, 0)
 }
 
 // Unsubscribe removes a presence subscription. It returns removed=false, and

@@ -54,7 +54,8 @@ func (s *Store) CallerUsage(ctx context.Context, caller string) (CallerUsage, er
 // RegisterVersionWithin is RegisterVersion with a quota on the endpoint's
 // stored versions: a version that is not stored yet is refused with
 // ErrQuota when the endpoint already has maxVersions. An identical
-// re-registration always succeeds (created=false).
+// re-registration always succeeds (created=false). maxVersions 0 is no
+// quota.
 func (s *Store) RegisterVersionWithin(ctx context.Context, v Version, origin string, maxVersions int) (created bool, err error) {
 	if err := validateVersion(&v, origin); err != nil {
 		return false, err
@@ -87,8 +88,8 @@ func (s *Store) RegisterVersionWithin(ctx context.Context, v Version, origin str
 
 // SubscribeWithin is Subscribe with quotas: a subscription that does not
 // exist yet is refused with ErrQuota when the endpoint already has
-// perEndpoint subscriptions or the store has total. An existing one is
-// kept (created=false).
+// perEndpoint subscriptions or the store has total (0: no such quota). An
+// existing one is kept (created=false).
 func (s *Store) SubscribeWithin(ctx context.Context, endpointJID, subscriber string, perEndpoint, total int) (created bool, err error) {
 	if subscriber == "" {
 		return false, fmt.Errorf("db: subscribe to %s: empty subscriber", endpointJID)
@@ -101,33 +102,51 @@ func (s *Store) SubscribeWithin(ctx context.Context, endpointJID, subscriber str
 	if err := requireEndpoint(ctx, tx, endpointJID); err != nil {
 		return false, err
 	}
-	var exists, n int
-	if err := tx.queryRow(ctx, `SELECT
-		EXISTS (SELECT 1 FROM presence_subscription WHERE endpoint_jid = ?1 AND subscriber = ?2),
-		(SELECT count(*) FROM presence_subscription WHERE endpoint_jid = ?1)`, endpointJID, subscriber).Scan(&exists, &n); err != nil {
-		return false, fmt.Errorf("db: subscribe: %w", err)
-	}
-	if exists == 1 {
-		return false, nil
-	}
-	if perEndpoint > 0 && n >= perEndpoint {
-		return false, fmt.Errorf("db: %s has %d subscriptions: %w", endpointJID, n, ErrQuota)
-	}
-	if total > 0 {
-		// A full count, paid only by a new subscription.
-		if err := tx.queryRow(ctx, `SELECT count(*) FROM presence_subscription`).Scan(&n); err != nil {
-			return false, fmt.Errorf("db: subscribe: %w", err)
-		}
-		if n >= total {
-			return false, fmt.Errorf("db: %d subscriptions stored: %w", n, ErrQuota)
+	if perEndpoint > 0 || total > 0 {
+		if err := subscriptionQuota(ctx, tx, endpointJID, subscriber, perEndpoint, total); err != nil {
+			return false, err
 		}
 	}
-	if _, err := tx.exec(ctx, `INSERT INTO presence_subscription (endpoint_jid, subscriber, created_at)
-		VALUES (?, ?, ?)`, endpointJID, subscriber, millis(tx.now)); err != nil {
+	res, err := tx.exec(ctx, `INSERT INTO presence_subscription (endpoint_jid, subscriber, created_at)
+		VALUES (?, ?, ?) ON CONFLICT (endpoint_jid, subscriber) DO NOTHING`,
+		endpointJID, subscriber, millis(tx.now))
+	if err != nil {
+		return false, fmt.Errorf("db: subscribe %s to %s: %w", subscriber, endpointJID, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
 		return false, fmt.Errorf("db: subscribe %s to %s: %w", subscriber, endpointJID, err)
 	}
 	if err := tx.commit(); err != nil {
 		return false, fmt.Errorf("db: subscribe: %w", err)
 	}
-	return true, nil
+	return n == 1, nil
+}
+
+// subscriptionQuota refuses with ErrQuota a subscription that does not
+// exist yet when the endpoint has perEndpoint subscriptions or the store
+// has total (0: no such quota). An existing subscription passes.
+func subscriptionQuota(ctx context.Context, tx *txn, endpointJID, subscriber string, perEndpoint, total int) error {
+	var exists, n int
+	if err := tx.queryRow(ctx, `SELECT
+		EXISTS (SELECT 1 FROM presence_subscription WHERE endpoint_jid = ?1 AND subscriber = ?2),
+		(SELECT count(*) FROM presence_subscription WHERE endpoint_jid = ?1)`, endpointJID, subscriber).Scan(&exists, &n); err != nil {
+		return fmt.Errorf("db: subscribe: %w", err)
+	}
+	if exists == 1 {
+		return nil
+	}
+	if perEndpoint > 0 && n >= perEndpoint {
+		return fmt.Errorf("db: %s has %d subscriptions: %w", endpointJID, n, ErrQuota)
+	}
+	if total > 0 {
+		// A full count, paid only by a new subscription.
+		if err := tx.queryRow(ctx, `SELECT count(*) FROM presence_subscription`).Scan(&n); err != nil {
+			return fmt.Errorf("db: subscribe: %w", err)
+		}
+		if n >= total {
+			return fmt.Errorf("db: %d subscriptions stored: %w", n, ErrQuota)
+		}
+	}
+	return nil
 }

@@ -372,16 +372,9 @@ func taskResultToMCP(what string, r task.TaskResult) *mcp.CallToolResult {
 		res.Meta = mcp.Meta{"agentgw/xmpp-state": "cancelled", "agentgw/xmpp-task-id": r.TaskID}
 		return res
 	}
-	var p struct {
-		Error struct {
-			Code      string `json:"code"`
-			Message   string `json:"message"`
-			Retryable bool   `json:"retryable"`
-		} `json:"error"`
-	}
-	json.Unmarshal(r.Payload, &p)
-	res := errorResult("%s: task %s failed: %s: %s", what, r.TaskID, agentclient.SafeText(p.Error.Code, 128), agentclient.SafeText(p.Error.Message, 600))
-	res.Meta = mcp.Meta{"agentgw/xmpp-state": "failed", "agentgw/xmpp-task-id": r.TaskID, "agentgw/error-code": p.Error.Code, "agentgw/retryable": p.Error.Retryable}
+	f := agentclient.FailureOf(r.Payload)
+	res := errorResult("%s: task %s failed: %s: %s", what, r.TaskID, agentclient.SafeText(f.Code, 128), agentclient.SafeText(f.Message, 600))
+	res.Meta = mcp.Meta{"agentgw/xmpp-state": "failed", "agentgw/xmpp-task-id": r.TaskID, "agentgw/error-code": f.Code, "agentgw/retryable": f.Retryable}
 	return res
 }
 

@@ -248,6 +248,12 @@ func objSchema(props map[string]any, required ...string) map[string]any {
 
 func boolp(b bool) *bool { return &b }
 
+// lookupAnnotations are those of the directory tools: they only read, from
+// the open federation, and asking again is harmless.
+func lookupAnnotations(title string) *mcp.ToolAnnotations {
+	return &mcp.ToolAnnotations{Title: title, ReadOnlyHint: true, DestructiveHint: boolp(false), IdempotentHint: true, OpenWorldHint: boolp(true)}
+}
+
 // agentTools are the directory tools and CallAgentTool.
 var agentTools = []agentTool{
 	{
@@ -259,7 +265,7 @@ var agentTools = []agentTool{
 				"Gateway": optStrProp("JID of an agent gateway (default: the gateways found on the account's server)."),
 				"Cursor":  optStrProp("NextCursor of the previous page."),
 			}),
-			Annotations: &mcp.ToolAnnotations{Title: "List agents", ReadOnlyHint: true, DestructiveHint: boolp(false), IdempotentHint: true, OpenWorldHint: boolp(true)},
+			Annotations: lookupAnnotations("List agents"),
 		},
 		run: (*agents).listAgents,
 	},
@@ -273,7 +279,7 @@ var agentTools = []agentTool{
 				"Gateway": optStrProp("JID of an agent gateway (default: the gateways with search found on the account's server)."),
 				"Cursor":  optStrProp("NextCursor of the previous page."),
 			}, "Text"),
-			Annotations: &mcp.ToolAnnotations{Title: "Search agents", ReadOnlyHint: true, DestructiveHint: boolp(false), IdempotentHint: true, OpenWorldHint: boolp(true)},
+			Annotations: lookupAnnotations("Search agents"),
 		},
 		run: (*agents).searchAgents,
 	},
@@ -283,7 +289,7 @@ var agentTools = []agentTool{
 			Name: "DescribeAgent", OutputSchema: agentDescriptionSchema, Title: "Describe agent",
 			Description: "Describe an XMPP agent endpoint: its information form, its verified manifest (version and hash) and its tools with their schemas.",
 			InputSchema: objSchema(map[string]any{"Jid": strProp("Bare JID of the agent endpoint.")}, "Jid"),
-			Annotations: &mcp.ToolAnnotations{Title: "Describe agent", ReadOnlyHint: true, DestructiveHint: boolp(false), IdempotentHint: true, OpenWorldHint: boolp(true)},
+			Annotations: lookupAnnotations("Describe agent"),
 		},
 		run: (*agents).describeAgent,
 	},

@@ -2,8 +2,6 @@ package search
 
 import (
 	"encoding/xml"
-	"slices"
-	"strconv"
 
 	"agentgw/surface"
 	"agentgw/wire"
@@ -71,7 +69,7 @@ type Request struct {
 func (r Request) TokenReader() xml.TokenReader {
 	var kids []xml.TokenReader
 	if r.RSM != nil {
-		kids = append(kids, rsmRequestTokens(*r.RSM))
+		kids = append(kids, r.RSM.TokenReader())
 	}
 	if r.Legacy {
 		kids = append(kids, wire.TextElem(xml.Name{Space: NS, Local: FieldNick}, r.Nick))
@@ -311,63 +309,11 @@ func ParseResult(q wire.Element) (Result, error) {
 			}
 			r.Items = append(r.Items, it)
 		case c.Start.Name == nameSet:
-			set, err := parseRSMResult(c)
+			set, err := wire.ParseRSMResultStrict(c)
 			if err != nil {
 				return r, err
 			}
 			r.Set = &set
-		}
-	}
-	return r, nil
-}
-
-// rsmRequestTokens writes a request <set/>.
-func rsmRequestTokens(req wire.RSMRequest) xml.TokenReader {
-	name := func(l string) xml.Name { return xml.Name{Space: wire.NSRSM, Local: l} }
-	var kids []xml.TokenReader
-	if req.Max != nil {
-		kids = append(kids, wire.TextElem(name("max"), strconv.Itoa(*req.Max)))
-	}
-	if req.After != nil {
-		kids = append(kids, wire.TextElem(name("after"), *req.After))
-	}
-	if req.Before != nil {
-		kids = append(kids, wire.TextElem(name("before"), *req.Before))
-	}
-	if req.Index != nil {
-		kids = append(kids, wire.TextElem(name("index"), strconv.Itoa(*req.Index)))
-	}
-	return wire.Elem(nameSet, nil, kids...)
-}
-
-// parseRSMResult reads a response <set/>.
-func parseRSMResult(set wire.Element) (wire.RSMResult, error) {
-	var r wire.RSMResult
-	var seen []string
-	for _, c := range set.Children() {
-		local := c.Start.Name.Local
-		if c.Start.Name.Space != wire.NSRSM || slices.Contains(seen, local) {
-			return r, wire.ErrBadRSM{Reason: "unexpected element in set"}
-		}
-		seen = append(seen, local)
-		switch local {
-		case "first":
-			r.First, r.HasItems = c.Text(), true
-			if v, ok := c.AttrValue("index"); ok {
-				i, err := strconv.Atoi(v)
-				if err != nil {
-					return r, wire.ErrBadRSM{Reason: "first index is not a number"}
-				}
-				r.FirstIndex = &i
-			}
-		case "last":
-			r.Last, r.HasItems = c.Text(), true
-		case "count":
-			n, err := strconv.Atoi(c.Text())
-			if err != nil {
-				return r, wire.ErrBadRSM{Reason: "count is not a number"}
-			}
-			r.Count = n
 		}
 	}
 	return r, nil

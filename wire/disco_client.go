@@ -65,13 +65,23 @@ func (r RSMRequest) TokenReader() xml.TokenReader {
 // errNotDisco is the error of a payload that is not the disco result asked.
 var errNotDisco = errors.New("wire: not a disco result")
 
+// discoNode checks that q is the <query/> of the disco namespace ns and
+// returns its node attribute.
+func discoNode(q Element, ns string) (string, error) {
+	if q.Start.Name != (xml.Name{Space: ns, Local: "query"}) {
+		return "", errNotDisco
+	}
+	node, _ := q.AttrValue("node")
+	return node, nil
+}
+
 // ParseInfoResult reads a disco#info result, its XEP-0128 forms included.
 func ParseInfoResult(q Element) (InfoResult, error) {
 	var r InfoResult
-	if q.Start.Name != (xml.Name{Space: NSDiscoInfo, Local: "query"}) {
-		return r, errNotDisco
+	var err error
+	if r.Node, err = discoNode(q, NSDiscoInfo); err != nil {
+		return r, err
 	}
-	r.Node, _ = q.AttrValue("node")
 	for _, c := range q.Children() {
 		switch c.Start.Name {
 		case xml.Name{Space: NSDiscoInfo, Local: "identity"}:
@@ -151,10 +161,10 @@ func (r InfoResult) Values() map[string]string {
 // ParseItemsResult reads a disco#items result and its XEP-0059 set.
 func ParseItemsResult(q Element) (ItemsResult, error) {
 	var r ItemsResult
-	if q.Start.Name != (xml.Name{Space: NSDiscoItems, Local: "query"}) {
-		return r, errNotDisco
+	var err error
+	if r.Node, err = discoNode(q, NSDiscoItems); err != nil {
+		return r, err
 	}
-	r.Node, _ = q.AttrValue("node")
 	for _, c := range q.Children() {
 		switch c.Start.Name {
 		case xml.Name{Space: NSDiscoItems, Local: "item"}:
@@ -174,14 +184,27 @@ func ParseItemsResult(q Element) (ItemsResult, error) {
 	return r, nil
 }
 
-// ParseRSMResult reads a response <set/>.
-func ParseRSMResult(set Element) (RSMResult, error) {
+// ParseRSMResult reads a response <set/>, skipping elements of other
+// namespaces; of a repeated element the last wins.
+func ParseRSMResult(set Element) (RSMResult, error) { return parseRSMResult(set, false) }
+
+// ParseRSMResultStrict reads a response <set/> that holds only RSM
+// elements, each at most once: anything else is an ErrBadRSM.
+func ParseRSMResultStrict(set Element) (RSMResult, error) { return parseRSMResult(set, true) }
+
+func parseRSMResult(set Element, strict bool) (RSMResult, error) {
 	var r RSMResult
+	var seen []string
 	for _, c := range set.Children() {
+		local := c.Start.Name.Local
+		if strict && (c.Start.Name.Space != NSRSM || slices.Contains(seen, local)) {
+			return r, ErrBadRSM{Reason: "unexpected element in set"}
+		}
 		if c.Start.Name.Space != NSRSM {
 			continue
 		}
-		switch c.Start.Name.Local {
+		seen = append(seen, local)
+		switch local {
 		case "first":
 			r.First, r.HasItems = c.Text(), true
 			if v, ok := c.AttrValue("index"); ok {

@@ -39,28 +39,13 @@ var ErrStanzaTooLarge = errors.New("wire: stanza exceeds the wire size limit")
 // EscapedLen is the length of s once written as XML character data or an
 // attribute value: & < > as &amp; &lt; &gt;, " and ' at 6 bytes, and tab,
 // newline and carriage return as Go's character references (&#x9; etc.).
-func EscapedLen(s string) int {
+func EscapedLen(s string) int { return escapedLen(s) }
+
+// escapedLen is EscapedLen for text held as a string or as bytes.
+func escapedLen[T ~string | ~[]byte](s T) int {
 	n := len(s)
 	for i := 0; i < len(s); i++ {
 		switch s[i] {
-		case '&':
-			n += 4
-		case '<', '>':
-			n += 3
-		case '"', '\'':
-			n += quoteEscapeLen - 1
-		case '\t', '\n', '\r':
-			n += 4
-		}
-	}
-	return n
-}
-
-// escapedBytesLen is EscapedLen for a byte slice.
-func escapedBytesLen(b []byte) int {
-	n := len(b)
-	for _, c := range b {
-		switch c {
 		case '&':
 			n += 4
 		case '<', '>':
@@ -88,7 +73,7 @@ func TokenSize(tok xml.Token) int {
 	case xml.EndElement:
 		return 3 + len(t.Name.Local) + 16 // </prefix:name>
 	case xml.CharData:
-		return escapedBytesLen(t)
+		return escapedLen(t)
 	case xml.Comment:
 		return 7 + len(t)
 	case xml.ProcInst:
