@@ -276,7 +276,7 @@ func (m *Machine) checkResult(r runtime.Result, outputSchema []byte) ([]byte, *r
 	if err != nil {
 		return nil, nil, err
 	}
-	if wire.EscapedLen(string(payload)) > MaxEventWireBytes {
+	if wire.EscapedLen(payload) > MaxEventWireBytes {
 		// Escaping can multiply a raw result by up to six (a JSON \" is
 		// \&quot; on a server's wire): measured after escaping, so the
 		// event and every task-result reply fit the servers' limits.

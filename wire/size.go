@@ -36,13 +36,11 @@ const quoteEscapeLen = 6
 // MaxStanzaBytes.
 var ErrStanzaTooLarge = errors.New("wire: stanza exceeds the wire size limit")
 
-// EscapedLen is the length of s once written as XML character data or an
-// attribute value: & < > as &amp; &lt; &gt;, " and ' at 6 bytes, and tab,
-// newline and carriage return as Go's character references (&#x9; etc.).
-func EscapedLen(s string) int { return escapedLen(s) }
-
-// escapedLen is EscapedLen for text held as a string or as bytes.
-func escapedLen[T ~string | ~[]byte](s T) int {
+// EscapedLen is the length of s, text held as a string or as bytes, once
+// written as XML character data or an attribute value: & < > as &amp; &lt;
+// &gt;, " and ' at 6 bytes, and tab, newline and carriage return as Go's
+// character references (&#x9; etc.).
+func EscapedLen[T ~string | ~[]byte](s T) int {
 	n := len(s)
 	for i := 0; i < len(s); i++ {
 		switch s[i] {
@@ -73,7 +71,7 @@ func TokenSize(tok xml.Token) int {
 	case xml.EndElement:
 		return 3 + len(t.Name.Local) + 16 // </prefix:name>
 	case xml.CharData:
-		return escapedLen(t)
+		return EscapedLen(t)
 	case xml.Comment:
 		return 7 + len(t)
 	case xml.ProcInst:
