@@ -17,6 +17,7 @@ import (
 
 	"agentgw/config"
 	"agentgw/db"
+	"agentgw/internal/lua"
 
 	"mellium.im/xmpp/jid"
 )
@@ -156,26 +157,6 @@ func isLoopbackHost(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// luaString returns s as a Lua string literal.
-func luaString(s string) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '"' || c == '\\':
-			b.WriteByte('\\')
-			b.WriteByte(c)
-		case c < 0x20 || c == 0x7f:
-			fmt.Fprintf(&b, "\\%03d", c)
-		default:
-			b.WriteByte(c)
-		}
-	}
-	b.WriteByte('"')
-	return b.String()
-}
-
 // Section headers of init's output; tests find the snippets by them.
 const (
 	prosodyHeader  = "== Prosody"
@@ -206,13 +187,13 @@ func printServerSnippets(w io.Writer, domain, host, port, secretFile string) {
 			fmt.Fprintln(w, "-- agentgw connects from another machine: listen where it can reach, and")
 			fmt.Fprintln(w, "-- firewall the port to agentgw's address (see docs/deploy.md).")
 		}
-		fmt.Fprintf(w, "component_interfaces = { %s }\n", luaString(iface))
+		fmt.Fprintf(w, "component_interfaces = { %s }\n", lua.Quote(iface))
 	}
-	fmt.Fprintf(w, "Component %s\n", luaString(domain))
+	fmt.Fprintf(w, "Component %s\n", lua.Quote(domain))
 	fmt.Fprintf(w, "\t-- The shared secret is read from agentgw's secret file whenever Prosody loads\n")
 	fmt.Fprintf(w, "\t-- its configuration; the prosody user must be able to read it, e.g.:\n")
 	fmt.Fprintf(w, "\t--   chgrp prosody %s && chmod 0640 %s\n", secretFile, secretFile)
-	fmt.Fprintf(w, "\tcomponent_secret = assert(io.open(%s)):read(\"*l\")\n", luaString(secretFile))
+	fmt.Fprintf(w, "\tcomponent_secret = assert(io.open(%s)):read(\"*l\")\n", lua.Quote(secretFile))
 	fmt.Fprintln(w)
 
 	fmt.Fprintf(w, "%s: add this under listen: in /etc/ejabberd/ejabberd.yml\n", ejabberdHeader)
