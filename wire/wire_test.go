@@ -95,6 +95,35 @@ func TestMarshal(t *testing.T) {
 	}
 }
 
+// TestMarshalAttributeNamespaces: an attribute in a namespace keeps it,
+// under a prefix Marshal declares itself whatever the input called it;
+// the input's own declarations are not echoed as plain attributes; and
+// an undeclared prefix cannot turn into a namespace declaration.
+func TestMarshalAttributeNamespaces(t *testing.T) {
+	for in, want := range map[string]string{
+		`<a xmlns='urn:a' xmlns:p='urn:p' xmlns:q='urn:q' q:k='1' p:k='2' k='3' xml:lang='en'/>`: `<a k='3' ns1:k='2' ns2:k='1' xml:lang='en' xmlns='urn:a' xmlns:ns1='urn:p' xmlns:ns2='urn:q'/>`,
+		`<iq A:xmlns=''></iq>`: `<iq ns1:xmlns='' xmlns:ns1='A'/>`,
+		`<a xmlns:p='urn:p'/>`: `<a/>`,
+	} {
+		el, err := wire.Parse(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := wire.Marshal(el.Reader())
+		if err != nil || got != want {
+			t.Errorf("Marshal(%s)\n got %s, %v\nwant %s", in, got, err, want)
+			continue
+		}
+		back, err := wire.Parse(got)
+		if err != nil {
+			t.Fatalf("%s: reparse: %v", got, err)
+		}
+		if again, _ := wire.Marshal(back.Reader()); again != got {
+			t.Errorf("%s: round trip changed it to %s", got, again)
+		}
+	}
+}
+
 func TestElement(t *testing.T) {
 	el, err := wire.Parse(`<a xmlns='urn:a' k='v'>x<b>1</b><c><d/></c>y</a>`)
 	if err != nil {

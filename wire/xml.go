@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"mellium.im/xmlstream"
@@ -187,16 +189,26 @@ func (e Element) Reader() xml.TokenReader {
 }
 
 // Marshal serializes a token stream canonically: namespaces are declared only
-// where they change, attributes are sorted, empty elements self-close and
-// text is escaped with the five predefined entities. Golden files in
+// where they change, an attribute in a namespace other than xml's gets a
+// prefix ns1, ns2, … declared on its element, attributes are sorted, empty
+// elements self-close, comments, directives and processing instructions
+// are left out, and text is escaped with the five predefined entities. Golden files in
 // testdata/ are written with it, so they do not depend on encoding/xml's
 // habit of repeating xmlns on every element.
 func Marshal(r xml.TokenReader) (string, error) {
 	var toks []xml.Token
 	for {
 		tok, err := r.Token()
-		if tok != nil {
+		switch t := tok.(type) {
+		case xml.StartElement, xml.EndElement:
 			toks = append(toks, xml.CopyToken(tok))
+		case xml.CharData:
+			// Comments, directives and processing instructions are
+			// not written, and neither is empty text: what is left
+			// decides whether an element self-closes.
+			if len(t) > 0 {
+				toks = append(toks, xml.CopyToken(tok))
+			}
 		}
 		if err == io.EOF {
 			break
@@ -218,7 +230,8 @@ func Marshal(r xml.TokenReader) (string, error) {
 			b.WriteString(t.Name.Local)
 			attrs := make([]xml.Attr, 0, len(t.Attr)+1)
 			for _, a := range t.Attr {
-				if a.Name.Local == "xmlns" && a.Name.Space == "" {
+				if a.Name.Space == "" && a.Name.Local == "xmlns" || a.Name.Space == "xmlns" {
+					// Declarations are written anew below.
 					continue
 				}
 				attrs = append(attrs, a)
@@ -226,9 +239,13 @@ func Marshal(r xml.TokenReader) (string, error) {
 			if t.Name.Space != parent {
 				attrs = append(attrs, Attr("xmlns", t.Name.Space))
 			}
-			sort.Slice(attrs, func(i, j int) bool { return attrName(attrs[i]) < attrName(attrs[j]) })
+			names := attrNames(attrs)
+			for sp, prefix := range names {
+				attrs = append(attrs, xml.Attr{Name: xml.Name{Space: "xmlns", Local: prefix}, Value: sp})
+			}
+			sort.Slice(attrs, func(i, j int) bool { return names.of(attrs[i]) < names.of(attrs[j]) })
 			for _, a := range attrs {
-				fmt.Fprintf(&b, " %s='%s'", attrName(a), escape(a.Value, true))
+				fmt.Fprintf(&b, " %s='%s'", names.of(a), escape(a.Value, true))
 			}
 			nsStack = append(nsStack, t.Name.Space)
 			if i+1 < len(toks) {
@@ -250,11 +267,42 @@ func Marshal(r xml.TokenReader) (string, error) {
 	return b.String(), nil
 }
 
-func attrName(a xml.Attr) string {
-	if a.Name.Space == "http://www.w3.org/XML/1998/namespace" {
-		return "xml:" + a.Name.Local
+// xmlNS is the namespace of the xml prefix.
+const xmlNS = "http://www.w3.org/XML/1998/namespace"
+
+// prefixes names the namespaces of one element's attributes: ns1, ns2, …
+// in the order of the namespaces, so that the names do not depend on how
+// the input spelt its prefixes.
+type prefixes map[string]string
+
+// attrNames gives every attribute namespace of attrs other than xml's a
+// prefix, which the element declares.
+func attrNames(attrs []xml.Attr) prefixes {
+	var spaces []string
+	for _, a := range attrs {
+		if a.Name.Space != "" && a.Name.Space != xmlNS && !slices.Contains(spaces, a.Name.Space) {
+			spaces = append(spaces, a.Name.Space)
+		}
 	}
-	return a.Name.Local
+	sort.Strings(spaces)
+	p := make(prefixes, len(spaces))
+	for i, sp := range spaces {
+		p[sp] = "ns" + strconv.Itoa(i+1)
+	}
+	return p
+}
+
+// of is the qualified name of a, or of the declaration it stands for.
+func (p prefixes) of(a xml.Attr) string {
+	switch {
+	case a.Name.Space == "":
+		return a.Name.Local
+	case a.Name.Space == xmlNS:
+		return "xml:" + a.Name.Local
+	case a.Name.Space == "xmlns":
+		return "xmlns:" + a.Name.Local
+	}
+	return p[a.Name.Space] + ":" + a.Name.Local
 }
 
 var (
