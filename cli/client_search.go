@@ -51,7 +51,7 @@ func (cmd *clientCmd) findGateway(ctx context.Context, domain string) (string, e
 			return g.JID, nil
 		}
 	}
-	return "", fmt.Errorf("no agent gateway with search on %s (name one with -gateway)", domain)
+	return "", fmt.Errorf("no agent gateway with search on %s (name one: search -gateway JID [TEXT])", domain)
 }
 
 // search submits the XEP-0055 form with nick = text (empty: every visible
