@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -147,6 +148,34 @@ func (r *rawMCP) request() rawRequest {
 	case <-time.After(60 * time.Second):
 		r.t.Fatalf("no request from the server\n%s", r.stderr)
 		return rawRequest{}
+	}
+}
+
+// statuses collects the statuses of notifications/tasks/status for task
+// id until one is terminal.
+func (r *rawMCP) statuses(id string) []string {
+	r.t.Helper()
+	var got []string
+	for {
+		select {
+		case n := <-r.notes:
+			if n.Method != "notifications/tasks/status" {
+				continue
+			}
+			tk := decode[mcpTask](r.t, n.Params)
+			if tk.TaskID != id {
+				continue
+			}
+			if tk.Meta["io.modelcontextprotocol/related-task"] != nil {
+				r.t.Fatalf("a status notification with the related-task metadata: %s", n.Params)
+			}
+			got = append(got, tk.Status)
+			if tk.Status == "completed" || tk.Status == "failed" || tk.Status == "cancelled" {
+				return got
+			}
+		case <-time.After(30 * time.Second):
+			r.t.Fatalf("task %s: statuses %v, and no terminal one", id, got)
+		}
 	}
 }
 
@@ -402,6 +431,10 @@ func TestMCPTasksInput(t *testing.T) {
 	if got := decode[mcpTask](t, r.call("tasks/get", map[string]any{"taskId": id})); got.Status != "completed" {
 		t.Fatalf("tasks/get after the answer: %+v", got)
 	}
+	// notifications/tasks/status told each change of the MCP status.
+	if got := r.statuses(id); !slices.Equal(got, []string{"input_required", "working", "completed"}) {
+		t.Fatalf("status notifications of an answered task: %v", got)
+	}
 
 	// Decline, with tasks/result already blocked when the input is asked.
 	id = r.newTask("demo_ask", map[string]any{"question": "Shall I go on?"})
@@ -419,6 +452,9 @@ func TestMCPTasksInput(t *testing.T) {
 	}
 	if got := decode[mcpTask](t, r.call("tasks/get", map[string]any{"taskId": id})); got.Status != "cancelled" {
 		t.Fatalf("tasks/get after a decline: %+v", got)
+	}
+	if got := r.statuses(id); got[0] != "input_required" || got[len(got)-1] != "cancelled" {
+		t.Fatalf("status notifications of a declined task: %v", got)
 	}
 }
 

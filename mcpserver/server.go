@@ -74,6 +74,9 @@ type Server struct {
 	// (taskinput.go).
 	inputs  map[string]*taskInput
 	elicits map[string]elicitWait
+	// sinks are where the status changes of MCP tasks are sent, by task
+	// ID (taskstatus.go).
+	sinks map[string]*statusSink
 	// runCtx is the server's lifetime: MCP tasks are followed within it.
 	runCtx context.Context
 }
@@ -87,7 +90,7 @@ func New(ctx context.Context, acct *Account, store *Store, opts Options) (*Serve
 	}
 	s := &Server{acct: acct, store: store, opts: opts, contacts: map[string]bool{}, messages: map[string]bool{},
 		updates: map[string]bool{}, wake: make(chan struct{}, 1), taskWait: map[string]chan struct{}{},
-		inputs: map[string]*taskInput{}, elicits: map[string]elicitWait{}, runCtx: ctx}
+		inputs: map[string]*taskInput{}, elicits: map[string]elicitWait{}, sinks: map[string]*statusSink{}, runCtx: ctx}
 	go s.updater(ctx)
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "agentgw-xmpp", Title: "XMPP MCP Server (agentgw)", Version: Version}, &mcp.ServerOptions{
 		Instructions: "This server is the XMPP account " + acct.JID().String() + ". Received messages wait as mid: resources " +

@@ -123,6 +123,13 @@ func (c *tasksConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	}
 }
 
+// Close closes the connection: its tasks' status changes are no longer
+// sent.
+func (c *tasksConn) Close() error {
+	c.s.dropSinks(c)
+	return c.Connection.Close()
+}
+
 // Write amends go-sdk's answers to initialize and tools/list.
 func (c *tasksConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if resp, ok := msg.(*jsonrpc.Response); ok && resp.Error == nil {
@@ -259,12 +266,16 @@ func mcpStatus(s task.State) string {
 // only after the XMPP <accepted/>, so that admission errors stay errors
 // of the call.
 func (c *tasksConn) taskCall(req *jsonrpc.Request) {
-	res, err := c.s.taskCall(c.owner, req)
+	res, id, err := c.s.taskCall(c.owner, req)
 	c.reply(req.ID, res, err)
+	if id != "" {
+		c.s.watchStatus(id, c.owner, c)
+	}
 }
 
-// taskCall serves a task-augmented tools/call for owner.
-func (s *Server) taskCall(owner string, req *jsonrpc.Request) (any, error) {
+// taskCall serves a task-augmented tools/call for owner; id is the task
+// created, if one was.
+func (s *Server) taskCall(owner string, req *jsonrpc.Request) (res any, id string, err error) {
 	ctx := context.Background()
 	var p struct {
 		Name      string          `json:"name"`
@@ -274,7 +285,7 @@ func (s *Server) taskCall(owner string, req *jsonrpc.Request) (any, error) {
 		} `json:"task"`
 	}
 	if err := json.Unmarshal(req.Params, &p); err != nil {
-		return nil, invalidParams("tools/call: %v", err)
+		return nil, "", invalidParams("tools/call: %v", err)
 	}
 	g := s.agents
 	g.proj.waitReady(ctx)
@@ -284,18 +295,18 @@ func (s *Server) taskCall(owner string, req *jsonrpc.Request) (any, error) {
 	case p.Name == "CallAgentTool":
 		in := map[string]json.RawMessage{}
 		if len(p.Arguments) > 0 && string(p.Arguments) != "null" && json.Unmarshal(p.Arguments, &in) != nil {
-			return errorResult("CallAgentTool: the arguments must be a JSON object"), nil
+			return errorResult("CallAgentTool: the arguments must be a JSON object"), "", nil
 		}
 		pc, bad = g.prepareAgentCall(ctx, in)
 	default:
 		m, tool, _, ok := g.proj.lookup(p.Name)
 		if !ok {
-			return nil, invalidParams("tool %q does not support task-augmented calls (only CallAgentTool and projected agent tools do)", agentclient.SafeText(p.Name, 128))
+			return nil, "", invalidParams("tool %q does not support task-augmented calls (only CallAgentTool and projected agent tools do)", agentclient.SafeText(p.Name, 128))
 		}
 		pc, bad = g.proj.prepare(ctx, m, tool, p.Name, p.Arguments)
 	}
 	if bad != nil {
-		return bad, nil
+		return bad, "", nil
 	}
 	var rec TaskRecord
 	hooks := &callHooks{detached: true}
@@ -317,10 +328,10 @@ func (s *Server) taskCall(owner string, req *jsonrpc.Request) (any, error) {
 		return s.store.CreateTask(ctx, rec)
 	}
 	if res := g.call(ctx, nil, pc, hooks); res != nil {
-		return res, nil
+		return res, "", nil
 	}
 	go g.runTask(s.runCtx, rec, pin(rec), false, hooks.followed)
-	return map[string]any{"task": s.taskObject(rec), "_meta": map[string]any{metaXMPP: xmppMeta(rec), metaLoss: []string{lossRetention}}}, nil
+	return map[string]any{"task": s.taskObject(rec), "_meta": map[string]any{metaXMPP: xmppMeta(rec), metaLoss: []string{lossRetention}}}, rec.ID, nil
 }
 
 // pin rebuilds the pin of a stored task.
@@ -411,6 +422,7 @@ func (s *Server) taskChanged(id string) {
 	if ch != nil {
 		close(ch)
 	}
+	s.notifyStatus(id)
 }
 
 // taskWaiter returns a channel closed at the next change of task id.

@@ -88,7 +88,7 @@ func tasksHTTP(servers map[string]*Server, next http.Handler) http.Handler {
 				writeJSONRPC(w, response(req.ID, nil, forbidden("a task-augmented call", scope.AgentsCall)))
 				return
 			}
-			res, err := s.taskCall(owner, req)
+			res, _, err := s.taskCall(owner, req)
 			writeJSONRPC(w, response(req.ID, res, err))
 		case "tasks/get", "tasks/result", "tasks/list", "tasks/cancel":
 			if !held.Has(scope.AgentsCall) {
