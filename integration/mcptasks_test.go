@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -28,6 +29,17 @@ type rawMCP struct {
 	mu      sync.Mutex
 	next    int
 	waiting map[int]chan rawAnswer
+	// requests are the server's requests (elicitation/create), notes its
+	// notifications.
+	requests chan rawRequest
+	notes    chan rawRequest
+}
+
+// rawRequest is a request or notification from the server.
+type rawRequest struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
 }
 
 type rawAnswer struct {
@@ -38,10 +50,18 @@ type rawAnswer struct {
 	} `json:"error"`
 }
 
-// startRawMCP runs `agentgw mcp` and initializes a 2025-11-25 session.
+// startRawMCP runs `agentgw mcp` and initializes a 2025-11-25 session
+// with no client capabilities.
 func startRawMCP(t *testing.T, config string) (*rawMCP, json.RawMessage) {
 	t.Helper()
-	r := &rawMCP{t: t, stderr: &syncBuf{}, waiting: map[int]chan rawAnswer{}}
+	return startRawMCPWith(t, config, map[string]any{})
+}
+
+// startRawMCPWith initializes the session with the client capabilities
+// caps.
+func startRawMCPWith(t *testing.T, config string, caps map[string]any) (*rawMCP, json.RawMessage) {
+	t.Helper()
+	r := &rawMCP{t: t, stderr: &syncBuf{}, waiting: map[int]chan rawAnswer{}, requests: make(chan rawRequest, 16), notes: make(chan rawRequest, 256)}
 	r.cmd = exec.Command(suite.bin, "mcp", "-config", config)
 	r.cmd.Stderr = r.stderr
 	var err error
@@ -57,7 +77,7 @@ func startRawMCP(t *testing.T, config string) (*rawMCP, json.RawMessage) {
 	}
 	t.Cleanup(r.kill)
 	go r.read(out)
-	init := r.call("initialize", map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{},
+	init := r.call("initialize", map[string]any{"protocolVersion": "2025-11-25", "capabilities": caps,
 		"clientInfo": map[string]any{"name": "raw", "version": "1"}})
 	fmt.Fprintln(r.stdin, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	waitMCPLog(t, r.stderr, "xmpp stream up", 1)
@@ -76,14 +96,29 @@ func (r *rawMCP) read(out io.Reader) {
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
 		var msg struct {
-			ID *int `json:"id"`
+			rawRequest
 			rawAnswer
 		}
-		if json.Unmarshal(sc.Bytes(), &msg) != nil || msg.ID == nil {
+		if json.Unmarshal(sc.Bytes(), &msg) != nil {
+			continue
+		}
+		if msg.Method != "" {
+			to := r.notes
+			if len(msg.ID) > 0 {
+				to = r.requests
+			}
+			select {
+			case to <- msg.rawRequest:
+			default:
+			}
+			continue
+		}
+		var id int
+		if json.Unmarshal(msg.ID, &id) != nil {
 			continue
 		}
 		r.mu.Lock()
-		ch := r.waiting[*msg.ID]
+		ch := r.waiting[id]
 		r.mu.Unlock()
 		if ch != nil {
 			ch <- msg.rawAnswer
@@ -102,6 +137,52 @@ func (r *rawMCP) send(method string, params any) <-chan rawAnswer {
 	raw, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 	fmt.Fprintf(r.stdin, "%s\n", raw)
 	return ch
+}
+
+// request waits for the server's next request.
+func (r *rawMCP) request() rawRequest {
+	r.t.Helper()
+	select {
+	case q := <-r.requests:
+		return q
+	case <-time.After(60 * time.Second):
+		r.t.Fatalf("no request from the server\n%s", r.stderr)
+		return rawRequest{}
+	}
+}
+
+// statuses collects the statuses of notifications/tasks/status for task
+// id until one is terminal.
+func (r *rawMCP) statuses(id string) []string {
+	r.t.Helper()
+	var got []string
+	for {
+		select {
+		case n := <-r.notes:
+			if n.Method != "notifications/tasks/status" {
+				continue
+			}
+			tk := decode[mcpTask](r.t, n.Params)
+			if tk.TaskID != id {
+				continue
+			}
+			if tk.Meta["io.modelcontextprotocol/related-task"] != nil {
+				r.t.Fatalf("a status notification with the related-task metadata: %s", n.Params)
+			}
+			got = append(got, tk.Status)
+			if tk.Status == "completed" || tk.Status == "failed" || tk.Status == "cancelled" {
+				return got
+			}
+		case <-time.After(30 * time.Second):
+			r.t.Fatalf("task %s: statuses %v, and no terminal one", id, got)
+		}
+	}
+}
+
+// reply answers the server's request id with result.
+func (r *rawMCP) reply(id json.RawMessage, result any) {
+	raw, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "result": result})
+	fmt.Fprintf(r.stdin, "%s\n", raw)
 }
 
 func (r *rawMCP) answer(ch <-chan rawAnswer, method string) rawAnswer {
@@ -142,15 +223,10 @@ func decode[T any](t *testing.T, raw json.RawMessage) T {
 	return v
 }
 
-func TestMCPTasks(t *testing.T) {
-	need(t)
-	withTaskEndpoints(t)
-	config := writeAgentMCPConfig(t, 60)
-	r, init := startRawMCP(t, config)
-	if !strings.Contains(string(init), `"tasks":{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}`) {
-		t.Fatalf("initialize: no capabilities.tasks: %s", init)
-	}
-	// tools/list gives the agent tools an execution object.
+// waitTool waits until tools/list has the projected tool name, with an
+// execution object.
+func (r *rawMCP) waitTool(name string) {
+	r.t.Helper()
 	var listed struct {
 		Tools []struct {
 			Name      string          `json:"name"`
@@ -161,18 +237,66 @@ func TestMCPTasks(t *testing.T) {
 	for {
 		listed.Tools = nil
 		json.Unmarshal(r.call("tools/list", map[string]any{}), &listed)
-		found := false
 		for _, tl := range listed.Tools {
-			found = found || tl.Name == "demo_count" && strings.Contains(string(tl.Execution), "taskSupport")
-		}
-		if found {
-			break
+			if tl.Name == name && strings.Contains(string(tl.Execution), "taskSupport") {
+				return
+			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no demo_count with execution: %+v", listed)
+			r.t.Fatalf("no %s with execution: %+v", name, listed)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// newTask makes a task-augmented call of tool and returns the task ID.
+func (r *rawMCP) newTask(tool string, args any) string {
+	r.t.Helper()
+	created := decode[struct {
+		Task mcpTask `json:"task"`
+	}](r.t, r.call("tools/call", map[string]any{"name": tool, "arguments": args, "task": map[string]any{}}))
+	if created.Task.TaskID == "" {
+		r.t.Fatalf("%s: no task", tool)
+	}
+	return created.Task.TaskID
+}
+
+// mcpTaskResult is what the tests read of a tasks/result answer.
+type mcpTaskResult struct {
+	IsError           bool           `json:"isError"`
+	Content           []mcpText      `json:"content"`
+	StructuredContent map[string]any `json:"structuredContent"`
+	Meta              map[string]any `json:"_meta"`
+}
+
+type mcpText struct {
+	Text string `json:"text"`
+}
+
+func (res mcpTaskResult) text() string {
+	var b strings.Builder
+	for _, c := range res.Content {
+		b.WriteString(c.Text)
+	}
+	return b.String()
+}
+
+// relatedTask is the related-task metadata's task ID in a _meta object.
+func relatedTask(meta map[string]any) any {
+	rt, _ := meta["io.modelcontextprotocol/related-task"].(map[string]any)
+	return rt["taskId"]
+}
+
+func TestMCPTasks(t *testing.T) {
+	need(t)
+	withTaskEndpoints(t)
+	config := writeAgentMCPConfig(t, 60)
+	r, init := startRawMCP(t, config)
+	if !strings.Contains(string(init), `"tasks":{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}`) {
+		t.Fatalf("initialize: no capabilities.tasks: %s", init)
+	}
+	// tools/list gives the agent tools an execution object.
+	r.waitTool("demo_count")
 
 	// A task-augmented call: CreateTaskResult after the XMPP acceptance,
 	// polled with tasks/get, read with tasks/result.
@@ -237,6 +361,18 @@ func TestMCPTasks(t *testing.T) {
 		t.Fatalf("tasks/list: %+v", list)
 	}
 
+	// Input of a task for a client without elicitation: the task is
+	// cancelled, and its result says why.
+	r.waitTool("demo_ask")
+	ask := r.newTask("demo_ask", map[string]any{"question": "Anyone there?"})
+	noInput := decode[mcpTaskResult](t, r.call("tasks/result", map[string]any{"taskId": ask}))
+	if !noInput.IsError || !strings.Contains(noInput.text(), "does not support elicitation") || noInput.Meta["agentgw/xmpp-state"] != "cancelled" {
+		t.Fatalf("tasks/result of an input task without elicitation: %+v", noInput)
+	}
+	if got := decode[mcpTask](t, r.call("tasks/get", map[string]any{"taskId": ask})); got.Status != "cancelled" {
+		t.Fatalf("tasks/get of the input task without elicitation: %+v", got)
+	}
+
 	// A restart in the middle of a task: tasks/result still returns it.
 	mid := decode[struct {
 		Task mcpTask `json:"task"`
@@ -248,6 +384,77 @@ func TestMCPTasks(t *testing.T) {
 	}](t, r2.call("tasks/result", map[string]any{"taskId": mid.Task.TaskID}))
 	if after.StructuredContent["counted"] != float64(10) {
 		t.Fatalf("tasks/result after a restart: %+v", after)
+	}
+}
+
+// Input in an MCP task over stdio (docs/mcp.md, "Input in an MCP
+// task"): the XMPP task's input_required shows in tasks/get with the
+// question; tasks/result elicits with the related task, and the answer
+// completes the task; a decline cancels it.
+func TestMCPTasksInput(t *testing.T) {
+	need(t)
+	withTaskEndpoints(t)
+	r, _ := startRawMCPWith(t, writeAgentMCPConfig(t, 60), map[string]any{"elicitation": map[string]any{}})
+	r.waitTool("demo_ask")
+
+	// Accept, with tasks/result called once the task is input_required.
+	id := r.newTask("demo_ask", map[string]any{"question": "Which colour?"})
+	var got struct {
+		mcpTask
+		StatusMessage string `json:"statusMessage"`
+	}
+	eventually(t, "the task input_required", func() bool {
+		got = decode[struct {
+			mcpTask
+			StatusMessage string `json:"statusMessage"`
+		}](t, r.call("tasks/get", map[string]any{"taskId": id}))
+		return got.Status == "input_required"
+	})
+	if got.StatusMessage != "Which colour?" {
+		t.Fatalf("tasks/get of an input_required task: %+v", got)
+	}
+	result := r.send("tasks/result", map[string]any{"taskId": id})
+	q := r.request()
+	p := decode[struct {
+		Message         string         `json:"message"`
+		RequestedSchema map[string]any `json:"requestedSchema"`
+		Meta            map[string]any `json:"_meta"`
+	}](t, q.Params)
+	if q.Method != "elicitation/create" || p.Message != "Which colour?" || relatedTask(p.Meta) != id || p.RequestedSchema["type"] != "object" {
+		t.Fatalf("the elicitation of task %s: %s %s", id, q.Method, q.Params)
+	}
+	r.reply(q.ID, map[string]any{"action": "accept", "content": map[string]any{"answer": "blue"}})
+	res := decode[mcpTaskResult](t, r.answer(result, "tasks/result").Result)
+	if res.IsError || res.StructuredContent["answer"] != "blue" || relatedTask(res.Meta) != id {
+		t.Fatalf("tasks/result after the answer: %+v", res)
+	}
+	if got := decode[mcpTask](t, r.call("tasks/get", map[string]any{"taskId": id})); got.Status != "completed" {
+		t.Fatalf("tasks/get after the answer: %+v", got)
+	}
+	// notifications/tasks/status told each change of the MCP status.
+	if got := r.statuses(id); !slices.Equal(got, []string{"input_required", "working", "completed"}) {
+		t.Fatalf("status notifications of an answered task: %v", got)
+	}
+
+	// Decline, with tasks/result already blocked when the input is asked.
+	id = r.newTask("demo_ask", map[string]any{"question": "Shall I go on?"})
+	result = r.send("tasks/result", map[string]any{"taskId": id})
+	q = r.request()
+	if q.Method != "elicitation/create" || relatedTask(decode[struct {
+		Meta map[string]any `json:"_meta"`
+	}](t, q.Params).Meta) != id {
+		t.Fatalf("the elicitation of task %s: %s %s", id, q.Method, q.Params)
+	}
+	r.reply(q.ID, map[string]any{"action": "decline"})
+	res = decode[mcpTaskResult](t, r.answer(result, "tasks/result").Result)
+	if !res.IsError || !strings.Contains(res.text(), "the user chose decline") || res.Meta["agentgw/xmpp-state"] != "cancelled" || relatedTask(res.Meta) != id {
+		t.Fatalf("tasks/result after a decline: %+v", res)
+	}
+	if got := decode[mcpTask](t, r.call("tasks/get", map[string]any{"taskId": id})); got.Status != "cancelled" {
+		t.Fatalf("tasks/get after a decline: %+v", got)
+	}
+	if got := r.statuses(id); got[0] != "input_required" || got[len(got)-1] != "cancelled" {
+		t.Fatalf("status notifications of a declined task: %v", got)
 	}
 }
 
@@ -316,5 +523,145 @@ func TestMCPTasksHTTP(t *testing.T) {
 	other, _ := postMCP(t, url, mcpSendToken, "", 5, "tasks/get", map[string]any{"taskId": id})
 	if other.Error == nil || !strings.Contains(other.Error.Message, "OAUTH.Scope.MCP.XMPP.Tools.Agents.Call") {
 		t.Fatalf("tasks/get with the send-only token: %+v", other)
+	}
+}
+
+// streamMCP posts one JSON-RPC request and returns the data of the
+// answer's server-sent events as they come (a JSON answer is one item).
+func streamMCP(t *testing.T, url, token, session string, id int, method string, params any) <-chan json.RawMessage {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+	resp := postBody(t, url, token, session, body)
+	ch := make(chan json.RawMessage, 16)
+	go func() {
+		defer close(ch)
+		defer resp.Body.Close()
+		if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+			raw, _ := io.ReadAll(resp.Body)
+			ch <- raw
+			return
+		}
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 1<<20), 16<<20)
+		for sc.Scan() {
+			if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				ch <- json.RawMessage(d)
+			}
+		}
+	}()
+	return ch
+}
+
+// postBody posts a JSON-RPC message as token in session.
+func postBody(t *testing.T, url, token, session string, body []byte) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", session)
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+func nextEvent(t *testing.T, ch <-chan json.RawMessage) json.RawMessage {
+	t.Helper()
+	select {
+	case d, ok := <-ch:
+		if !ok {
+			t.Fatal("the stream ended")
+		}
+		return d
+	case <-time.After(60 * time.Second):
+		t.Fatal("no event")
+		return nil
+	}
+}
+
+// Input in an MCP task over Streamable HTTP: tasks/result becomes a
+// stream of server-sent events carrying elicitation/create; the answer,
+// posted by the token that owns the task, completes it.
+func TestMCPTasksInputHTTP(t *testing.T) {
+	need(t)
+	withTaskEndpoints(t)
+	a := newMCPAccount(t, "")
+	url, _, _ := startMCPHTTP(t, a)
+	init, session := postMCP(t, url, mcpFullToken, "", 1, "initialize", map[string]any{"protocolVersion": "2025-11-25",
+		"capabilities": map[string]any{"elicitation": map[string]any{}}, "clientInfo": map[string]any{"name": "raw-http", "version": "1"}})
+	if init.Error != nil {
+		t.Fatalf("initialize: %+v", init.Error)
+	}
+	ask := func(id int, question string) string {
+		t.Helper()
+		created, _ := postMCP(t, url, mcpFullToken, session, id, "tools/call", map[string]any{"name": "CallAgentTool",
+			"arguments": map[string]any{"Jid": demoEndpoint, "Tool": "ask", "Arguments": map[string]any{"question": question}}, "task": map[string]any{}})
+		if created.Error != nil {
+			t.Fatalf("task-augmented CallAgentTool ask: %+v", created.Error)
+		}
+		return decode[struct {
+			Task mcpTask `json:"task"`
+		}](t, created.Result).Task.TaskID
+	}
+	elicitation := func(events <-chan json.RawMessage, task, question string) rawRequest {
+		t.Helper()
+		q := decode[rawRequest](t, nextEvent(t, events))
+		p := decode[struct {
+			Message string         `json:"message"`
+			Meta    map[string]any `json:"_meta"`
+		}](t, q.Params)
+		if q.Method != "elicitation/create" || len(q.ID) == 0 || p.Message != question || relatedTask(p.Meta) != task {
+			t.Fatalf("the elicitation of task %s: %s %s", task, q.Method, q.Params)
+		}
+		return q
+	}
+	answer := func(token string, q rawRequest, result any) int {
+		t.Helper()
+		body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": q.ID, "result": result})
+		resp := postBody(t, url, token, session, body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+
+	id := ask(2, "Which colour, over HTTP?")
+	events := streamMCP(t, url, mcpFullToken, session, 3, "tasks/result", map[string]any{"taskId": id})
+	q := elicitation(events, id, "Which colour, over HTTP?")
+	// Only the token that owns the task may answer.
+	if code := answer(mcpSendToken, q, map[string]any{"action": "accept", "content": map[string]any{"answer": "red"}}); code == http.StatusAccepted {
+		t.Fatalf("another token's answer: %d", code)
+	}
+	if code := answer(mcpFullToken, q, map[string]any{"action": "accept", "content": map[string]any{"answer": "green"}}); code != http.StatusAccepted {
+		t.Fatalf("the answer: %d", code)
+	}
+	res := decode[struct {
+		ID     int             `json:"id"`
+		Result mcpTaskResult   `json:"result"`
+		Error  json.RawMessage `json:"error"`
+	}](t, nextEvent(t, events))
+	if res.ID != 3 || res.Error != nil || res.Result.IsError || res.Result.StructuredContent["answer"] != "green" || relatedTask(res.Result.Meta) != id {
+		t.Fatalf("tasks/result after the answer: %+v", res)
+	}
+
+	// A cancel from the client cancels the task.
+	id = ask(4, "Go on, over HTTP?")
+	events = streamMCP(t, url, mcpFullToken, session, 5, "tasks/result", map[string]any{"taskId": id})
+	q = elicitation(events, id, "Go on, over HTTP?")
+	if code := answer(mcpFullToken, q, map[string]any{"action": "cancel"}); code != http.StatusAccepted {
+		t.Fatalf("the answer: %d", code)
+	}
+	res = decode[struct {
+		ID     int             `json:"id"`
+		Result mcpTaskResult   `json:"result"`
+		Error  json.RawMessage `json:"error"`
+	}](t, nextEvent(t, events))
+	if res.ID != 5 || !res.Result.IsError || !strings.Contains(res.Result.text(), "the user chose cancel") || res.Result.Meta["agentgw/xmpp-state"] != "cancelled" {
+		t.Fatalf("tasks/result after a cancel: %+v", res)
+	}
+	got, _ := postMCP(t, url, mcpFullToken, session, 6, "tasks/get", map[string]any{"taskId": id})
+	if decode[mcpTask](t, got.Result).Status != "cancelled" {
+		t.Fatalf("tasks/get after a cancel: %s", got.Result)
 	}
 }

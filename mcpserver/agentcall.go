@@ -216,6 +216,9 @@ type callHooks struct {
 	// followed, if set, runs once the task's events are routed to the
 	// call.
 	followed func()
+	// mcpTask is the MCP task followed, if any: its input requests wait
+	// for a tasks/result to elicit through (taskinput.go).
+	mcpTask string
 }
 
 // call invokes the pinned tool with a CSPRNG request ID (retrying the
@@ -273,6 +276,9 @@ func (g *agents) followCall(ctx context.Context, req *mcp.CallToolRequest, what 
 	}
 	tr := agentclient.NewTracker(p, taskID)
 	f := &callFollow{g: g, req: req, tr: tr, asked: map[string]bool{}, hooks: hooks}
+	if hooks != nil {
+		f.mcpTask = hooks.mcpTask
+	}
 	if stateFirst {
 		f.recover(ctx)
 	}
@@ -280,8 +286,10 @@ func (g *agents) followCall(ctx context.Context, req *mcp.CallToolRequest, what 
 	timer := time.NewTimer(interval)
 	defer timer.Stop()
 	for !tr.State.Terminal() {
+		arrived := f.askerArrived()
 		f.input(ctx)
 		select {
+		case <-arrived:
 		case raw := <-events:
 			o := tr.Handle(raw)
 			switch o.Verdict {
@@ -385,6 +393,8 @@ type callFollow struct {
 	tr    *agentclient.Tracker
 	asked map[string]bool
 	hooks *callHooks
+	// mcpTask is the MCP task followed, if any.
+	mcpTask string
 	// progress is the last progress value sent: MCP wants it to grow.
 	progress float64
 	// why, once set, is why an input request could not be answered (the
@@ -435,18 +445,24 @@ func (f *callFollow) applied(ctx context.Context, ev task.Event) {
 // input answers a pending input request through MCP elicitation when the
 // client supports it and the schema fits what elicitation can express;
 // otherwise the task is cancelled, and the call ends with an isError
-// result that says why (docs/mcp.md).
+// result that says why (docs/mcp.md). A plain call asks through its own
+// session; an MCP task through the tasks/result request of its client,
+// and while there is none it waits (followCall wakes when one comes).
 func (f *callFollow) input(ctx context.Context) {
 	in := f.tr.Pending
 	if f.tr.State != task.StateInputRequired || in == nil || f.asked[in.RequestID] {
 		return
 	}
+	a := f.asker()
+	if a == nil && f.mcpTask != "" {
+		return
+	}
 	f.asked[in.RequestID] = true
 	why := ""
 	switch {
-	case f.req == nil || f.req.Session == nil:
+	case a == nil:
 		why = "this call has no MCP client to ask"
-	case !elicitationSupported(f.req.Session):
+	case !a.canElicit:
 		why = "the MCP client does not support elicitation"
 	default:
 		if err := elicitable(in.Schema); err != nil {
@@ -454,8 +470,17 @@ func (f *callFollow) input(ctx context.Context) {
 		}
 	}
 	if why == "" {
-		res, err := f.req.Session.Elicit(ctx, &mcp.ElicitParams{Mode: "form", Message: in.Question, RequestedSchema: json.RawMessage(in.Schema)})
+		p := &mcp.ElicitParams{Mode: "form", Message: in.Question, RequestedSchema: json.RawMessage(in.Schema)}
+		if f.mcpTask != "" {
+			p.Meta = mcp.Meta{metaRelatedTask: map[string]any{"taskId": f.mcpTask}}
+		}
+		res, err := a.elicit(ctx, p)
 		switch {
+		case f.mcpTask != "" && (errors.Is(err, errAskerGone) || ctx.Err() != nil):
+			// The tasks/result request (or the server) went away: no
+			// answer yet; the next tasks/result asks again.
+			delete(f.asked, in.RequestID)
+			return
 		case err != nil:
 			why = "the elicitation failed: " + agentclient.SafeText(err.Error(), 200)
 		case res.Action != "accept":
@@ -475,6 +500,28 @@ func (f *callFollow) input(ctx context.Context) {
 	f.g.log.Info("agent input not answerable: cancelling the task", "task", f.tr.TaskID, "why", why)
 	f.g.ac.Cancel(ctx, f.tr.Pin.Endpoint, task.Cancel{TaskID: f.tr.TaskID, HasReason: true, Reason: "input not available: " + why}, -1)
 	f.why = why
+}
+
+// asker is where the call's input is elicited: the MCP task's latest
+// tasks/result request, or the session of a plain call.
+func (f *callFollow) asker() *asker {
+	if f.mcpTask != "" {
+		return f.g.s.takeAsker(f.mcpTask)
+	}
+	if f.req == nil || f.req.Session == nil {
+		return nil
+	}
+	ss := f.req.Session
+	return &asker{canElicit: elicitationSupported(ss), elicit: ss.Elicit}
+}
+
+// askerArrived wakes the follower of an MCP task when a tasks/result
+// request comes; a plain call never waits for one (nil).
+func (f *callFollow) askerArrived() <-chan struct{} {
+	if f.mcpTask == "" {
+		return nil
+	}
+	return f.g.s.askerArrived(f.mcpTask)
 }
 
 // elicitationSupported reports whether the client declared elicitation.

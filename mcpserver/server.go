@@ -69,6 +69,14 @@ type Server struct {
 	wake    chan struct{}
 	// taskWait wakes tasks/result and tasks/cancel (tasks.go).
 	taskWait map[string]chan struct{}
+	// inputs are the input sides of followed MCP tasks, by task ID, and
+	// elicits the elicitations the layer sent, by request ID
+	// (taskinput.go).
+	inputs  map[string]*taskInput
+	elicits map[string]elicitWait
+	// sinks are where the status changes of MCP tasks are sent, by task
+	// ID (taskstatus.go).
+	sinks map[string]*statusSink
 	// runCtx is the server's lifetime: MCP tasks are followed within it.
 	runCtx context.Context
 }
@@ -81,7 +89,8 @@ func New(ctx context.Context, acct *Account, store *Store, opts Options) (*Serve
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{acct: acct, store: store, opts: opts, contacts: map[string]bool{}, messages: map[string]bool{},
-		updates: map[string]bool{}, wake: make(chan struct{}, 1), taskWait: map[string]chan struct{}{}, runCtx: ctx}
+		updates: map[string]bool{}, wake: make(chan struct{}, 1), taskWait: map[string]chan struct{}{},
+		inputs: map[string]*taskInput{}, elicits: map[string]elicitWait{}, sinks: map[string]*statusSink{}, runCtx: ctx}
 	go s.updater(ctx)
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "agentgw-xmpp", Title: "XMPP MCP Server (agentgw)", Version: Version}, &mcp.ServerOptions{
 		Instructions: "This server is the XMPP account " + acct.JID().String() + ". Received messages wait as mid: resources " +

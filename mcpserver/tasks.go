@@ -79,6 +79,8 @@ type tasksConn struct {
 
 	mu    sync.Mutex
 	patch map[string]string // request id → method whose answer is amended
+	// elicitation: the client declared it in initialize.
+	elicitation bool
 }
 
 func idKey(id jsonrpc.ID) string { return fmt.Sprintf("%T:%v", id.Raw(), id.Raw()) }
@@ -90,6 +92,9 @@ func (c *tasksConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		if err != nil {
 			return msg, err
 		}
+		if resp, ok := msg.(*jsonrpc.Response); ok && c.s.deliver(c.owner, resp) {
+			continue // the answer to an elicitation of the layer
+		}
 		req, ok := msg.(*jsonrpc.Request)
 		if !ok || !req.ID.IsValid() {
 			return msg, nil
@@ -98,6 +103,9 @@ func (c *tasksConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		case "initialize", "tools/list":
 			c.mu.Lock()
 			c.patch[idKey(req.ID)] = req.Method
+			if req.Method == "initialize" {
+				c.elicitation = declaresElicitation(req.Params)
+			}
 			c.mu.Unlock()
 		case "tools/call":
 			var p struct {
@@ -113,6 +121,13 @@ func (c *tasksConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		}
 		return msg, nil
 	}
+}
+
+// Close closes the connection: its tasks' status changes are no longer
+// sent.
+func (c *tasksConn) Close() error {
+	c.s.dropSinks(c)
+	return c.Connection.Close()
 }
 
 // Write amends go-sdk's answers to initialize and tools/list.
@@ -135,6 +150,29 @@ func (c *tasksConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 // reply answers a request the layer served.
 func (c *tasksConn) reply(id jsonrpc.ID, result any, err error) {
 	_ = c.Connection.Write(context.Background(), response(id, result, err))
+}
+
+// asker is a tasks/result request on this connection as the asker of
+// its task's input: the layer writes elicitation/create itself.
+func (c *tasksConn) asker() *asker {
+	c.mu.Lock()
+	can := c.elicitation
+	c.mu.Unlock()
+	send := func(m jsonrpc.Message) error { return c.Connection.Write(context.Background(), m) }
+	return &asker{canElicit: can, elicit: func(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+		return c.s.rawElicit(ctx, c.s.runCtx, c.owner, send, p)
+	}}
+}
+
+// declaresElicitation reports whether initialize params declare the
+// client's elicitation capability.
+func declaresElicitation(params json.RawMessage) bool {
+	var p struct {
+		Capabilities struct {
+			Elicitation json.RawMessage `json:"elicitation"`
+		} `json:"capabilities"`
+	}
+	return json.Unmarshal(params, &p) == nil && len(p.Capabilities.Elicitation) > 0 && string(p.Capabilities.Elicitation) != "null"
 }
 
 // response is the JSON-RPC answer of a request the layer served.
@@ -228,12 +266,16 @@ func mcpStatus(s task.State) string {
 // only after the XMPP <accepted/>, so that admission errors stay errors
 // of the call.
 func (c *tasksConn) taskCall(req *jsonrpc.Request) {
-	res, err := c.s.taskCall(c.owner, req)
+	res, id, err := c.s.taskCall(c.owner, req)
 	c.reply(req.ID, res, err)
+	if id != "" {
+		c.s.watchStatus(id, c.owner, c)
+	}
 }
 
-// taskCall serves a task-augmented tools/call for owner.
-func (s *Server) taskCall(owner string, req *jsonrpc.Request) (any, error) {
+// taskCall serves a task-augmented tools/call for owner; id is the task
+// created, if one was.
+func (s *Server) taskCall(owner string, req *jsonrpc.Request) (res any, id string, err error) {
 	ctx := context.Background()
 	var p struct {
 		Name      string          `json:"name"`
@@ -243,7 +285,7 @@ func (s *Server) taskCall(owner string, req *jsonrpc.Request) (any, error) {
 		} `json:"task"`
 	}
 	if err := json.Unmarshal(req.Params, &p); err != nil {
-		return nil, invalidParams("tools/call: %v", err)
+		return nil, "", invalidParams("tools/call: %v", err)
 	}
 	g := s.agents
 	g.proj.waitReady(ctx)
@@ -253,18 +295,18 @@ func (s *Server) taskCall(owner string, req *jsonrpc.Request) (any, error) {
 	case p.Name == "CallAgentTool":
 		in := map[string]json.RawMessage{}
 		if len(p.Arguments) > 0 && string(p.Arguments) != "null" && json.Unmarshal(p.Arguments, &in) != nil {
-			return errorResult("CallAgentTool: the arguments must be a JSON object"), nil
+			return errorResult("CallAgentTool: the arguments must be a JSON object"), "", nil
 		}
 		pc, bad = g.prepareAgentCall(ctx, in)
 	default:
 		m, tool, _, ok := g.proj.lookup(p.Name)
 		if !ok {
-			return nil, invalidParams("tool %q does not support task-augmented calls (only CallAgentTool and projected agent tools do)", agentclient.SafeText(p.Name, 128))
+			return nil, "", invalidParams("tool %q does not support task-augmented calls (only CallAgentTool and projected agent tools do)", agentclient.SafeText(p.Name, 128))
 		}
 		pc, bad = g.proj.prepare(ctx, m, tool, p.Name, p.Arguments)
 	}
 	if bad != nil {
-		return bad, nil
+		return bad, "", nil
 	}
 	var rec TaskRecord
 	hooks := &callHooks{detached: true}
@@ -286,10 +328,10 @@ func (s *Server) taskCall(owner string, req *jsonrpc.Request) (any, error) {
 		return s.store.CreateTask(ctx, rec)
 	}
 	if res := g.call(ctx, nil, pc, hooks); res != nil {
-		return res, nil
+		return res, "", nil
 	}
 	go g.runTask(s.runCtx, rec, pin(rec), false, hooks.followed)
-	return map[string]any{"task": taskObject(rec), "_meta": map[string]any{metaXMPP: xmppMeta(rec), metaLoss: []string{lossRetention}}}, nil
+	return map[string]any{"task": s.taskObject(rec), "_meta": map[string]any{metaXMPP: xmppMeta(rec), metaLoss: []string{lossRetention}}}, rec.ID, nil
 }
 
 // pin rebuilds the pin of a stored task.
@@ -299,16 +341,24 @@ func pin(rec TaskRecord) *agentclient.Pin {
 	return agentclient.PinFlags(ep, rec.Version, h)
 }
 
-func newTaskID() string {
+func newTaskID() string { return randomID("mcptask-") }
+
+// randomID is prefix and 144 random bits.
+func randomID(prefix string) string {
 	b := make([]byte, 18)
 	_, _ = rand.Read(b)
-	return "mcptask-" + base64.RawURLEncoding.EncodeToString(b)
+	return prefix + base64.RawURLEncoding.EncodeToString(b)
 }
 
-// taskObject is the MCP Task of a record.
-func taskObject(r TaskRecord) map[string]any {
+// taskObject is the MCP Task of a record: an input_required task's
+// statusMessage is the question.
+func (s *Server) taskObject(r TaskRecord) map[string]any {
+	msg := "XMPP task " + r.XMPPTaskID + " is " + r.XMPPState
+	if q := s.question(r.ID); q != "" && r.Status == string(task.StateInputRequired) {
+		msg = q
+	}
 	t := map[string]any{
-		"taskId": r.ID, "status": r.Status, "statusMessage": "XMPP task " + r.XMPPTaskID + " is " + r.XMPPState,
+		"taskId": r.ID, "status": r.Status, "statusMessage": msg,
 		"createdAt": r.Created.UTC().Format(time.RFC3339Nano), "lastUpdatedAt": r.Updated.UTC().Format(time.RFC3339Nano),
 		"ttl": r.TTL.Milliseconds(), "pollInterval": taskPollInterval.Milliseconds(),
 	}
@@ -328,10 +378,16 @@ func xmppMeta(r TaskRecord) map[string]any {
 // and result. resumed: after a restart, start from the task state.
 // followed, if not nil, runs once the task's events are routed.
 func (g *agents) runTask(ctx context.Context, rec TaskRecord, p *agentclient.Pin, resumed bool, followed func()) {
-	hooks := &callHooks{detached: true, followed: followed, state: func(tr *agentclient.Tracker) {
+	hooks := &callHooks{detached: true, followed: followed, mcpTask: rec.ID, state: func(tr *agentclient.Tracker) {
+		question := ""
+		if tr.State == task.StateInputRequired && tr.Pending != nil {
+			question = tr.Pending.Question
+		}
+		g.s.setQuestion(rec.ID, question)
 		_ = g.s.store.UpdateTask(context.Background(), rec.ID, mcpStatus(tr.State), string(tr.State), tr.Revision, nil)
 		g.s.taskChanged(rec.ID)
 	}}
+	defer g.s.forgetTaskInput(rec.ID)
 	what := fmt.Sprintf("%s %s (MCP task %s)", rec.Endpoint, agentclient.SafeText(rec.Tool, 100), rec.ID)
 	res, state := g.followCall(ctx, nil, what, p, rec.XMPPTaskID, resumed, hooks)
 	if res == nil {
@@ -366,6 +422,7 @@ func (s *Server) taskChanged(id string) {
 	if ch != nil {
 		close(ch)
 	}
+	s.notifyStatus(id)
 }
 
 // taskWaiter returns a channel closed at the next change of task id.
@@ -383,13 +440,14 @@ func (s *Server) taskWaiter(id string) <-chan struct{} {
 // tasksMethod serves tasks/get, tasks/result, tasks/list and
 // tasks/cancel on a wrapped connection.
 func (c *tasksConn) tasksMethod(req *jsonrpc.Request) {
-	res, err := c.s.tasksMethod(c.s.runCtx, c.owner, req)
+	res, err := c.s.tasksMethod(c.s.runCtx, c.owner, req, c.asker())
 	c.reply(req.ID, res, err)
 }
 
 // tasksMethod serves tasks/get, tasks/result, tasks/list and
-// tasks/cancel, for owner's own tasks only.
-func (s *Server) tasksMethod(ctx context.Context, owner string, req *jsonrpc.Request) (any, error) {
+// tasks/cancel, for owner's own tasks only. A tasks/result waiting for
+// the task offers ask for its input requests.
+func (s *Server) tasksMethod(ctx context.Context, owner string, req *jsonrpc.Request, ask *asker) (any, error) {
 	var p struct {
 		TaskID string `json:"taskId"`
 	}
@@ -401,7 +459,7 @@ func (s *Server) tasksMethod(ctx context.Context, owner string, req *jsonrpc.Req
 		}
 		list := []map[string]any{}
 		for _, r := range recs {
-			list = append(list, taskObject(r))
+			list = append(list, s.taskObject(r))
 		}
 		return map[string]any{"tasks": list}, nil
 	}
@@ -416,8 +474,11 @@ func (s *Server) tasksMethod(ctx context.Context, owner string, req *jsonrpc.Req
 	}
 	switch req.Method {
 	case "tasks/get":
-		return taskAnswer(rec, nil), nil
+		return s.taskAnswer(rec, nil), nil
 	case "tasks/result":
+		if rec.Result == nil && ask != nil {
+			defer s.addAsker(rec.ID, ask)()
+		}
 		for rec.Result == nil {
 			wait := s.taskWaiter(rec.ID)
 			select {
@@ -447,8 +508,8 @@ func (s *Server) tasksMethod(ctx context.Context, owner string, req *jsonrpc.Req
 }
 
 // taskAnswer is a Task with the XMPP mapping and the losses in _meta.
-func taskAnswer(rec TaskRecord, losses []string) map[string]any {
-	t := taskObject(rec)
+func (s *Server) taskAnswer(rec TaskRecord, losses []string) map[string]any {
+	t := s.taskObject(rec)
 	if rec.Status == "working" {
 		losses = append(losses, lossStateDetail)
 	}
@@ -494,5 +555,5 @@ func (s *Server) cancelTask(ctx context.Context, owner string, rec TaskRecord) (
 	if rec.Status != "cancelled" {
 		return nil, invalidParams("task %s settled as %s before the cancellation took effect; read it with tasks/result", rec.ID, rec.Status)
 	}
-	return taskAnswer(rec, []string{lossCancel}), nil
+	return s.taskAnswer(rec, []string{lossCancel}), nil
 }

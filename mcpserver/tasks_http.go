@@ -2,15 +2,20 @@ package mcpserver
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 
 	"agentgw/mcpserver/scope"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // maxTaskBody bounds the request bodies the MCP Tasks layer reads in
@@ -34,9 +39,8 @@ func tasksHTTP(servers map[string]*Server, next http.Handler) http.Handler {
 			return
 		}
 		msg, err := jsonrpc.DecodeMessage(body)
-		req, ok := msg.(*jsonrpc.Request)
 		ti := auth.TokenInfoFromContext(r.Context())
-		if err != nil || !ok || !req.ID.IsValid() || ti == nil {
+		if err != nil || ti == nil {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -47,6 +51,17 @@ func tasksHTTP(servers map[string]*Server, next http.Handler) http.Handler {
 			return
 		}
 		owner := tokenOwner(acct, ti.UserID)
+		if resp, ok := msg.(*jsonrpc.Response); ok && s.deliver(owner, resp) {
+			// The answer to an elicitation of the layer (a response
+			// is acknowledged with 202, as the transport says).
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		req, ok := msg.(*jsonrpc.Request)
+		if !ok || !req.ID.IsValid() {
+			next.ServeHTTP(w, r)
+			return
+		}
 		held := scope.Of(ti.Scopes)
 		switch req.Method {
 		case "initialize", "tools/list":
@@ -73,19 +88,96 @@ func tasksHTTP(servers map[string]*Server, next http.Handler) http.Handler {
 				writeJSONRPC(w, response(req.ID, nil, forbidden("a task-augmented call", scope.AgentsCall)))
 				return
 			}
-			res, err := s.taskCall(owner, req)
+			res, _, err := s.taskCall(owner, req)
 			writeJSONRPC(w, response(req.ID, res, err))
 		case "tasks/get", "tasks/result", "tasks/list", "tasks/cancel":
 			if !held.Has(scope.AgentsCall) {
 				writeJSONRPC(w, response(req.ID, nil, forbidden(req.Method, scope.AgentsCall)))
 				return
 			}
-			res, err := s.tasksMethod(r.Context(), owner, req)
-			writeJSONRPC(w, response(req.ID, res, err))
+			var ask *asker
+			out := &eventReply{w: w, ok: acceptsEvents(r)}
+			if req.Method == "tasks/result" {
+				ask = &asker{canElicit: out.ok && s.sessionElicits(r.Header.Get("Mcp-Session-Id")),
+					elicit: func(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+						return s.rawElicit(ctx, r.Context(), owner, out.send, p)
+					}}
+			}
+			res, err := s.tasksMethod(r.Context(), owner, req, ask)
+			out.finish(response(req.ID, res, err))
 		default:
 			next.ServeHTTP(w, r)
 		}
 	})
+}
+
+// acceptsEvents reports whether the client accepts server-sent events.
+func acceptsEvents(r *http.Request) bool {
+	for _, v := range r.Header.Values("Accept") {
+		for _, t := range strings.Split(v, ",") {
+			if mt, _, _ := strings.Cut(strings.TrimSpace(t), ";"); strings.EqualFold(mt, "text/event-stream") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// eventReply is the answer to a request the layer serves over HTTP: plain
+// JSON, unless a request to the client (an elicitation of the task's
+// input) goes first, which turns it into a stream of server-sent events
+// that ends with the answer.
+type eventReply struct {
+	w  http.ResponseWriter
+	ok bool // the client accepts server-sent events
+
+	mu      sync.Mutex
+	started bool
+	done    bool
+}
+
+var errReplyDone = errors.New("the tasks/result response is complete")
+
+// send writes msg as an event, starting the stream if need be.
+func (e *eventReply) send(msg jsonrpc.Message) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.ok || e.done {
+		return errReplyDone
+	}
+	return e.eventLocked(msg)
+}
+
+func (e *eventReply) eventLocked(msg jsonrpc.Message) error {
+	b, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		return err
+	}
+	if !e.started {
+		e.started = true
+		e.w.Header().Set("Content-Type", "text/event-stream")
+		e.w.Header().Set("Cache-Control", "no-cache")
+		e.w.WriteHeader(http.StatusOK)
+	}
+	if _, err := fmt.Fprintf(e.w, "event: message\ndata: %s\n\n", b); err != nil {
+		return err
+	}
+	if f, ok := e.w.(http.Flusher); ok {
+		f.Flush()
+	}
+	return nil
+}
+
+// finish writes the answer; nothing is sent after it.
+func (e *eventReply) finish(resp *jsonrpc.Response) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.done = true
+	if e.started {
+		_ = e.eventLocked(resp)
+		return
+	}
+	writeJSONRPC(e.w, resp)
 }
 
 func writeJSONRPC(w http.ResponseWriter, resp *jsonrpc.Response) {
