@@ -227,10 +227,7 @@ func TestCommandCountRefreshAndCancel(t *testing.T) {
 	}
 	(<-te.steps) <- time.Time{}
 	step2 := <-te.steps // the second step waits: progress 50% is committed
-	var mid adhoc.Command
-	for i := 0; i < 200 && !strings.Contains(noteText(mid), "50%"); i++ {
-		_, mid = te.command(alice, demoJID, "count", "next", c.SessionID, "")
-	}
+	mid := te.refreshUntil(c.SessionID, func(r adhoc.Command) bool { return strings.Contains(noteText(r), "50%") })
 	if !strings.Contains(noteText(mid), "50% done") || !strings.Contains(noteText(mid), "Counted 1 of 2.") {
 		t.Fatalf("progress: %s", noteText(mid))
 	}
@@ -243,10 +240,9 @@ func TestCommandCountRefreshAndCancel(t *testing.T) {
 		t.Fatalf("second count: %+v", run2)
 	}
 	// The builtin honours cancellation while waiting for its next step.
-	var canceled adhoc.Command
-	_, canceled = te.command(alice, demoJID, "count", "cancel", c2.SessionID, "")
-	for i := 0; i < 200 && canceled.Status != adhoc.StatusCanceled; i++ {
-		_, canceled = te.command(alice, demoJID, "count", "next", c2.SessionID, "")
+	_, canceled := te.command(alice, demoJID, "count", "cancel", c2.SessionID, "")
+	if canceled.Status != adhoc.StatusCanceled {
+		canceled = te.refreshUntil(c2.SessionID, func(r adhoc.Command) bool { return r.Status == adhoc.StatusCanceled })
 	}
 	if canceled.Status != adhoc.StatusCanceled {
 		t.Fatalf("cancel: %+v", canceled)
@@ -254,12 +250,32 @@ func TestCommandCountRefreshAndCancel(t *testing.T) {
 
 	// The first count finishes.
 	step2 <- time.Time{}
-	var fin adhoc.Command
-	for i := 0; i < 200 && fin.Status != adhoc.StatusCompleted; i++ {
-		_, fin = te.command(alice, demoJID, "count", "next", c.SessionID, "")
-	}
+	fin := te.refreshUntil(c.SessionID, func(r adhoc.Command) bool { return r.Status == adhoc.StatusCompleted })
 	if fin.Status != adhoc.StatusCompleted || fin.Form == nil || fin.Form.Fields[0].Var != "counted" || fin.Form.Fields[0].Values[0] != "2" {
 		t.Fatalf("completed: %+v", fin)
+	}
+}
+
+// refreshBound bounds how long refreshUntil refreshes. It is far beyond
+// what any step takes even on a loaded machine, and is reached only when
+// the awaited state never comes, so the test fails on that state, not on
+// the machine's speed.
+const refreshBound = 20 * time.Second
+
+// refreshUntil refreshes the count session with next until done holds
+// of the response, or refreshBound has passed, and returns the last
+// response for the caller to check. Each of the task's steps is a durable
+// commit (an fsync), so how many refreshes it takes to see one depends on
+// the disk: the bound is a time, not a number of refreshes.
+func (te *taskEnv) refreshUntil(sessionID string, done func(adhoc.Command) bool) adhoc.Command {
+	te.t.Helper()
+	deadline := time.Now().Add(refreshBound)
+	for {
+		_, c := te.command(alice, demoJID, "count", "next", sessionID, "")
+		if done(c) || time.Now().After(deadline) {
+			return c
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 

@@ -79,7 +79,9 @@ func TestStoreLockHeld(t *testing.T) {
 	if taskID == "" {
 		t.Fatalf("refused: %s", raw)
 	}
-	// Wait until it runs, so that the lock is held when it completes.
+	// Wait until it runs, so that the lock is held when it completes: the
+	// tool takes 2s, and the lock is taken within a few round trips.
+	var running time.Time
 	for deadline := time.Now().Add(20 * time.Second); ; {
 		el, raw := w.taskIQ(alice, "get", ledgerEndpoint, marshalTask(t, task.TaskStateRequest{TaskID: taskID}))
 		st, err := task.ParseTaskState(el.Children()[0])
@@ -87,6 +89,7 @@ func TestStoreLockHeld(t *testing.T) {
 			t.Fatalf("task state: %v %s", err, raw)
 		}
 		if st.State == task.StateRunning {
+			running = time.Now()
 			break
 		}
 		if time.Now().After(deadline) {
@@ -110,12 +113,13 @@ func TestStoreLockHeld(t *testing.T) {
 		t.Fatal(err)
 	}
 	locked := time.Now()
+	t.Logf("write lock taken %v after the task was seen running", locked.Sub(running).Round(time.Millisecond))
 	time.Sleep(lockHold)
 	// Still running: the tool finished long ago, but its result cannot
 	// have been committed while the lock was held.
-	el, _ := w.taskIQ(alice, "get", ledgerEndpoint, marshalTask(t, task.TaskStateRequest{TaskID: taskID}))
+	el, raw := w.taskIQ(alice, "get", ledgerEndpoint, marshalTask(t, task.TaskStateRequest{TaskID: taskID}))
 	if st, err := task.ParseTaskState(el.Children()[0]); err != nil || st.State.Terminal() {
-		t.Fatalf("task %s settled (%v) while the write lock was held", taskID, err)
+		t.Fatalf("task %s settled (%v) while the write lock was held: %s\n%s", taskID, err, raw, tail(suite.gateway.logText(), 30))
 	}
 	if lines := ledgerLines(t, ledger, key); len(lines) != 1 {
 		t.Fatalf("the tool did not run under the lock: ledger lines %q", lines)
@@ -136,10 +140,11 @@ func TestStoreLockHeld(t *testing.T) {
 	if lines := ledgerLines(t, ledger, key); len(lines) != 1 {
 		t.Fatalf("ledger lines %q", lines)
 	}
-	// The commit did meet the lock, and was retried past it.
-	if logText := suite.gateway.logText(); !strings.Contains(logText, "store fault, retrying") || !strings.Contains(logText, "commit succeeded after retries") {
-		t.Fatalf("no retried commit in the log:\n%s", tail(logText, 30))
-	}
+	// The commit did meet the lock, and was retried past it. The success
+	// is logged after the commit, so the test can see the task completed
+	// before the line reaches the log: wait for it.
+	waitLog(t, "store fault, retrying")
+	waitLog(t, "commit succeeded after retries")
 }
 
 // TestStoreDiskFull: the database lives on a small tmpfs that fills up.

@@ -196,8 +196,15 @@ func (e *Env) startEjabberdLocked(ctx context.Context) error {
 	)
 	// The node stays "nonode@nohost": without -sname/-name the VM starts no
 	// distribution, so nothing can clash with another node or epmd.
+	//
+	// The +sbwt flags stop the VM's schedulers from spinning while idle.
+	// Spinning is for a machine the VM has to itself; on a small shared
+	// one (CI, two cores, the tests and their builds running beside) each
+	// spinning scheduler competes with the work, and ejabberd took several
+	// times longer to start, past its start timeout.
 	proc, err := startProcess("ejabberd", p.dir, p.out, env,
-		erl, "-noinput", "+K", "true", "-mnesia", "dir", `"`+p.mnesia+`"`, "-s", "ejabberd")
+		erl, "-noinput", "+K", "true", "+sbwt", "none", "+sbwtdcpu", "none", "+sbwtdio", "none",
+		"-mnesia", "dir", `"`+p.mnesia+`"`, "-s", "ejabberd")
 	if err != nil {
 		return err
 	}

@@ -180,9 +180,10 @@ func (r *Runtime) Start(ctx context.Context, call runtime.Call, rep runtime.Repo
 	if e.deadline.Before(until) {
 		until = e.deadline
 	}
+	var retriedPresent bool // see replacing
 	for delay := restartRetry; ; delay = min(2*delay, time.Second) {
 		err := r.spawn(e, line)
-		if err == nil || !r.replacing(err) || !time.Now().Add(delay).Before(until) {
+		if err == nil || !r.replacing(err, &retriedPresent) || !time.Now().Add(delay).Before(until) {
 			if err != nil {
 				return nil, err
 			}
@@ -200,17 +201,26 @@ func (r *Runtime) Start(ctx context.Context, call runtime.Call, rep runtime.Repo
 
 // replacing reports whether a start failed because the program is being
 // replaced: busy while written, or itself missing (between a remove and a
-// rename). A program that is there but whose interpreter is missing is
-// not being replaced.
-func (r *Runtime) replacing(err error) bool {
+// rename). A start that found the program missing may see it back by the
+// time it looks again, so the first "not found" with the program there is
+// tried again too (retriedPresent records it); a second one means that
+// the program is there but its interpreter is missing, which is not a
+// replacement.
+func (r *Runtime) replacing(err error, retriedPresent *bool) bool {
 	if errors.Is(err, syscall.ETXTBSY) {
 		return true
 	}
 	if !errors.Is(err, os.ErrNotExist) {
 		return false
 	}
-	_, serr := os.Stat(r.opts.Command[0])
-	return errors.Is(serr, os.ErrNotExist)
+	if _, serr := os.Stat(r.opts.Command[0]); errors.Is(serr, os.ErrNotExist) {
+		return true
+	}
+	if *retriedPresent {
+		return false
+	}
+	*retriedPresent = true
+	return true
 }
 
 // spawn starts the command for e, hands it the invoke line and starts the

@@ -31,6 +31,16 @@ func script(t *testing.T, body string) string {
 	return p
 }
 
+// cooperativeGrace is the Grace of the tests that check a tool stopped
+// on its own (no note, exit code 0). newRuntime's short default keeps the
+// tests of the kill paths quick, but it is also how long a tool may take
+// to exit after its last message, and a loaded machine can stall a tool
+// for that long: such a test would then see a termination it did not
+// cause. A tool that does not stop still fails it, at this grace.
+const cooperativeGrace = exec.DefaultGrace
+
+// newRuntime returns a runtime for opts, with Grace and KillGrace of
+// 200ms unless set, so that a tool that does not stop is killed quickly.
 func newRuntime(t *testing.T, opts exec.Options) *exec.Runtime {
 	t.Helper()
 	if opts.Grace == 0 {
@@ -81,7 +91,7 @@ func reportTool(t *testing.T) string {
 // TestReportTool runs the example tool through a whole task: progress per
 // section, an input request, the answer, and the result.
 func TestReportTool(t *testing.T) {
-	r := newRuntime(t, exec.Options{Command: []string{reportTool(t)}})
+	r := newRuntime(t, exec.Options{Command: []string{reportTool(t)}, Grace: cooperativeGrace})
 	rec := runtimetest.NewRecorder()
 	e := start(t, r, call("report.build", `{"sections":3,"title":"Q3 \"final\" <report>"}`), rec)
 	for i, want := range []float64{33, 66, 100} {
@@ -144,7 +154,7 @@ func TestReportToolManifest(t *testing.T) {
 }
 
 func TestReportToolCancel(t *testing.T) {
-	r := newRuntime(t, exec.Options{Command: []string{reportTool(t)}})
+	r := newRuntime(t, exec.Options{Command: []string{reportTool(t)}, Grace: cooperativeGrace})
 	rec := runtimetest.NewRecorder()
 	e := start(t, r, call("report.build", `{"sections":50,"title":"t"}`), rec)
 	if rep := rec.Next(t, timeout); rep.Kind != runtimetest.KindProgress {
@@ -379,7 +389,7 @@ func TestDeadline(t *testing.T) {
 // stops the tool without any report.
 func TestContextStops(t *testing.T) {
 	r := newRuntime(t, exec.Options{Command: []string{script(t, `read -r line; echo '{"type":"progress","stage":"s"}'
-while read -r line; do case "$line" in *cancel*) exit 0;; esac; done`)}})
+while read -r line; do case "$line" in *cancel*) exit 0;; esac; done`)}, Grace: cooperativeGrace})
 	rec := runtimetest.NewRecorder()
 	ctx, cancel := context.WithCancel(context.Background())
 	e, err := r.Start(ctx, call("x", `{}`), rec)
