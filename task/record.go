@@ -19,23 +19,25 @@ type taskDoc struct {
 	Caller, Route, Target string
 }
 
-// MarshalJSON encodes t as the document the store keeps. Its addresses
-// are written as JID strings.
-func (t Task) MarshalJSON() ([]byte, error) {
+// Document encodes t as the JSON document the store keeps: every field as
+// encoding/json writes it, the addresses as JID strings. MarshalJSON is
+// the same; the store calls this directly, which spares encoding/json's
+// check of a Marshaler's output.
+func (t *Task) Document() ([]byte, error) {
 	return json.Marshal(taskDoc{
-		taskFields: (*taskFields)(&t),
+		taskFields: (*taskFields)(t),
 		Caller:     t.Caller.String(), Route: t.Route.String(), Target: t.Target.String(),
 	})
 }
 
-// UnmarshalJSON decodes a document written by MarshalJSON. An address that
+// ParseDocument decodes a document written by Document. An address that
 // is not a JID is an error naming it: a task is never loaded without the
 // addresses its events travel between.
-func (t *Task) UnmarshalJSON(b []byte) error {
+func ParseDocument(b []byte) (Task, error) {
 	var out Task
 	doc := taskDoc{taskFields: (*taskFields)(&out)}
 	if err := json.Unmarshal(b, &doc); err != nil {
-		return err
+		return Task{}, err
 	}
 	for _, a := range []struct {
 		name string
@@ -44,9 +46,21 @@ func (t *Task) UnmarshalJSON(b []byte) error {
 	}{{"caller", doc.Caller, &out.Caller}, {"route", doc.Route, &out.Route}, {"target", doc.Target, &out.Target}} {
 		j, err := jid.Parse(a.text)
 		if err != nil {
-			return fmt.Errorf("task: %s %q: %w", a.name, a.text, err)
+			return Task{}, fmt.Errorf("task: %s %q: %w", a.name, a.text, err)
 		}
 		*a.dst = j
+	}
+	return out, nil
+}
+
+// MarshalJSON is Document.
+func (t Task) MarshalJSON() ([]byte, error) { return t.Document() }
+
+// UnmarshalJSON is ParseDocument.
+func (t *Task) UnmarshalJSON(b []byte) error {
+	out, err := ParseDocument(b)
+	if err != nil {
+		return err
 	}
 	*t = out
 	return nil

@@ -15,7 +15,7 @@ import (
 // round-trips exactly through encoding/json) beside the columns it is
 // looked up by.
 func record(t *task.Task) (db.TaskRecord, error) {
-	doc, err := json.Marshal(t)
+	doc, err := t.Document()
 	if err != nil {
 		return db.TaskRecord{}, fmt.Errorf("taskd: encode task: %w", err)
 	}
@@ -31,8 +31,8 @@ func record(t *task.Task) (db.TaskRecord, error) {
 // is an error naming the task: it is never loaded, so that its events
 // cannot be lost later for want of an address.
 func decode(rec db.TaskRecord) (task.Task, error) {
-	var t task.Task
-	if err := json.Unmarshal(rec.Doc, &t); err != nil {
+	t, err := task.ParseDocument(rec.Doc)
+	if err != nil {
 		return task.Task{}, fmt.Errorf("taskd: decode task %s: %w", rec.ID, err)
 	}
 	return t, nil
