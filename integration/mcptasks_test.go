@@ -179,6 +179,23 @@ func (r *rawMCP) statuses(id string) []string {
 	}
 }
 
+// waitNote waits for a notification from the server that match
+// accepts, skipping others.
+func (r *rawMCP) waitNote(match func(rawRequest) bool) {
+	r.t.Helper()
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case n := <-r.notes:
+			if match(n) {
+				return
+			}
+		case <-deadline:
+			r.t.Fatalf("no such notification from the server\n%s", r.stderr)
+		}
+	}
+}
+
 // reply answers the server's request id with result.
 func (r *rawMCP) reply(id json.RawMessage, result any) {
 	raw, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "result": result})
@@ -456,6 +473,33 @@ func TestMCPTasksInput(t *testing.T) {
 	if got := r.statuses(id); got[0] != "input_required" || got[len(got)-1] != "cancelled" {
 		t.Fatalf("status notifications of a declined task: %v", got)
 	}
+
+	// tasks/cancel while the elicitation waits for the client: the
+	// follower sees the task settle, withdraws the elicitation
+	// (notifications/cancelled with its id) and tasks/result answers.
+	id = r.newTask("demo_ask", map[string]any{"question": "Still there?"})
+	result = r.send("tasks/result", map[string]any{"taskId": id})
+	q = r.request()
+	if q.Method != "elicitation/create" {
+		t.Fatalf("the elicitation of task %s: %s %s", id, q.Method, q.Params)
+	}
+	cancelled := decode[mcpTask](t, r.call("tasks/cancel", map[string]any{"taskId": id}))
+	if cancelled.Status != "cancelled" {
+		t.Fatalf("tasks/cancel while the elicitation waits: %+v", cancelled)
+	}
+	res = decode[mcpTaskResult](t, r.answer(result, "tasks/result").Result)
+	if !res.IsError || relatedTask(res.Meta) != id {
+		t.Fatalf("tasks/result of a task cancelled while eliciting: %+v", res)
+	}
+	var elicitID string
+	json.Unmarshal(q.ID, &elicitID)
+	r.waitNote(func(n rawRequest) bool {
+		var p struct {
+			RequestID string `json:"requestId"`
+		}
+		json.Unmarshal(n.Params, &p)
+		return n.Method == "notifications/cancelled" && p.RequestID == elicitID
+	})
 }
 
 // postMCP posts one JSON-RPC request to url with token and returns the
