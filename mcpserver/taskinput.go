@@ -194,7 +194,12 @@ func (s *Server) rawElicit(ctx, req context.Context, owner string, send func(jso
 		}
 		var res mcp.ElicitResult
 		if err := json.Unmarshal(resp.Result, &res); err != nil {
-			return nil, fmt.Errorf("the elicitation result does not parse: %w", err)
+			return nil, errors.New("the elicitation result is not an ElicitResult (an object with an action and, on accept, an object content)")
+		}
+		switch res.Action {
+		case "accept", "decline", "cancel":
+		default:
+			return nil, errors.New("the elicitation result's action is not accept, decline or cancel")
 		}
 		return &res, nil
 	case <-ctx.Done():

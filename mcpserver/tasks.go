@@ -36,6 +36,11 @@ const (
 	// taskCancelWait bounds how long tasks/cancel waits for the XMPP
 	// task to settle after <cancel-accepted/>.
 	taskCancelWait = 30 * time.Second
+	// maxTaskWaits bounds the tasks/result and tasks/cancel requests of
+	// one caller (the account over stdio, a token over HTTP) waiting at
+	// once: each holds a goroutine (over HTTP a response stream, and for
+	// tasks/result an asker of the task's input) and polls the store.
+	maxTaskWaits = 64
 )
 
 // Meta keys of the bridge.
@@ -472,6 +477,13 @@ func (s *Server) tasksMethod(ctx context.Context, owner string, req *jsonrpc.Req
 	if err != nil {
 		return nil, err
 	}
+	if rec.Result == nil && (req.Method == "tasks/result" || req.Method == "tasks/cancel") {
+		done, err := s.startWait(owner)
+		if err != nil {
+			return nil, err
+		}
+		defer done()
+	}
 	switch req.Method {
 	case "tasks/get":
 		return s.taskAnswer(rec, nil), nil
@@ -505,6 +517,25 @@ func (s *Server) tasksMethod(ctx context.Context, owner string, req *jsonrpc.Req
 		return s.cancelTask(ctx, owner, rec)
 	}
 	return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "no method " + req.Method}
+}
+
+// startWait counts a tasks/result or tasks/cancel of owner that waits for
+// its task, until done; past maxTaskWaits it is refused.
+func (s *Server) startWait(owner string) (done func(), err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.waits[owner] >= maxTaskWaits {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf(
+			"too many tasks/result and tasks/cancel requests of this caller wait for their tasks (at most %d): retry once one has answered, or poll tasks/get", maxTaskWaits)}
+	}
+	s.waits[owner]++
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.waits[owner]--; s.waits[owner] <= 0 {
+			delete(s.waits, owner)
+		}
+	}, nil
 }
 
 // taskAnswer is a Task with the XMPP mapping and the losses in _meta.
