@@ -171,6 +171,9 @@ func (s *Server) rawElicit(ctx, req context.Context, owner string, send func(jso
 	if err != nil {
 		return nil, err
 	}
+	if req.Err() != nil {
+		return nil, errAskerGone
+	}
 	ch := make(chan *jsonrpc.Response, 1)
 	s.mu.Lock()
 	s.elicits[key] = elicitWait{owner: owner, answer: ch}

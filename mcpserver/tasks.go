@@ -73,7 +73,7 @@ func (t *tasksTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &tasksConn{Connection: c, s: t.s, patch: map[string]string{}, owner: "account:" + t.s.acct.JID().String()}, nil
+	return &tasksConn{Connection: c, s: t.s, patch: map[string]string{}, serving: map[string]*layerRequest{}, owner: "account:" + t.s.acct.JID().String()}, nil
 }
 
 // tasksConn is one wrapped connection.
@@ -84,6 +84,9 @@ type tasksConn struct {
 
 	mu    sync.Mutex
 	patch map[string]string // request id → method whose answer is amended
+	// serving are the tasks/* requests the layer serves, by request id,
+	// for the client's notifications/cancelled (go-sdk never sees them).
+	serving map[string]*layerRequest
 	// elicitation: the client declared it in initialize.
 	elicitation bool
 }
@@ -101,7 +104,13 @@ func (c *tasksConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			continue // the answer to an elicitation of the layer
 		}
 		req, ok := msg.(*jsonrpc.Request)
-		if !ok || !req.ID.IsValid() {
+		if !ok {
+			return msg, nil
+		}
+		if !req.ID.IsValid() {
+			if req.Method == "notifications/cancelled" && c.cancelServing(req.Params) {
+				continue
+			}
 			return msg, nil
 		}
 		switch req.Method {
@@ -121,7 +130,12 @@ func (c *tasksConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 				continue
 			}
 		case "tasks/get", "tasks/result", "tasks/list", "tasks/cancel":
-			go c.tasksMethod(req)
+			ctx, cancel := context.WithCancel(c.s.runCtx)
+			lr := &layerRequest{cancel: cancel}
+			c.mu.Lock()
+			c.serving[idKey(req.ID)] = lr
+			c.mu.Unlock()
+			go c.tasksMethod(ctx, lr, req)
 			continue
 		}
 		return msg, nil
@@ -157,15 +171,42 @@ func (c *tasksConn) reply(id jsonrpc.ID, result any, err error) {
 	_ = c.Connection.Write(context.Background(), response(id, result, err))
 }
 
-// asker is a tasks/result request on this connection as the asker of
-// its task's input: the layer writes elicitation/create itself.
-func (c *tasksConn) asker() *asker {
+// layerRequest is a request the layer serves on a connection.
+type layerRequest struct{ cancel context.CancelFunc }
+
+// cancelServing ends the request the layer serves that a
+// notifications/cancelled names, and reports whether there was one.
+func (c *tasksConn) cancelServing(params json.RawMessage) bool {
+	var p struct {
+		RequestID any `json:"requestId"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return false
+	}
+	id, err := jsonrpc.MakeID(p.RequestID)
+	if err != nil || !id.IsValid() {
+		return false
+	}
+	c.mu.Lock()
+	lr := c.serving[idKey(id)]
+	c.mu.Unlock()
+	if lr == nil {
+		return false
+	}
+	lr.cancel()
+	return true
+}
+
+// asker is a tasks/result request on this connection, alive while req,
+// as the asker of its task's input: the layer writes elicitation/create
+// itself.
+func (c *tasksConn) asker(req context.Context) *asker {
 	c.mu.Lock()
 	can := c.elicitation
 	c.mu.Unlock()
 	send := func(m jsonrpc.Message) error { return c.Connection.Write(context.Background(), m) }
 	return &asker{canElicit: can, elicit: func(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
-		return c.s.rawElicit(ctx, c.s.runCtx, c.owner, send, p)
+		return c.s.rawElicit(ctx, req, c.owner, send, p)
 	}}
 }
 
@@ -443,9 +484,17 @@ func (s *Server) taskWaiter(id string) <-chan struct{} {
 }
 
 // tasksMethod serves tasks/get, tasks/result, tasks/list and
-// tasks/cancel on a wrapped connection.
-func (c *tasksConn) tasksMethod(req *jsonrpc.Request) {
-	res, err := c.s.tasksMethod(c.s.runCtx, c.owner, req, c.asker())
+// tasks/cancel on a wrapped connection, until the client cancels it.
+func (c *tasksConn) tasksMethod(ctx context.Context, lr *layerRequest, req *jsonrpc.Request) {
+	defer func() {
+		lr.cancel()
+		c.mu.Lock()
+		if c.serving[idKey(req.ID)] == lr {
+			delete(c.serving, idKey(req.ID))
+		}
+		c.mu.Unlock()
+	}()
+	res, err := c.s.tasksMethod(ctx, c.owner, req, c.asker(ctx))
 	c.reply(req.ID, res, err)
 }
 
