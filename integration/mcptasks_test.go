@@ -204,6 +204,19 @@ func (r *rawMCP) waitNote(match func(rawRequest) bool) {
 	}
 }
 
+// waitWithdrawn waits for the notifications/cancelled of the server's
+// request id.
+func (r *rawMCP) waitWithdrawn(id string) {
+	r.t.Helper()
+	r.waitNote(func(n rawRequest) bool {
+		var p struct {
+			RequestID string `json:"requestId"`
+		}
+		json.Unmarshal(n.Params, &p)
+		return n.Method == "notifications/cancelled" && p.RequestID == id
+	})
+}
+
 // reply answers the server's request id with result.
 func (r *rawMCP) reply(id json.RawMessage, result any) {
 	raw, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "result": result})
@@ -503,13 +516,7 @@ func TestMCPTasksInput(t *testing.T) {
 	}
 	var elicitID string
 	json.Unmarshal(q.ID, &elicitID)
-	r.waitNote(func(n rawRequest) bool {
-		var p struct {
-			RequestID string `json:"requestId"`
-		}
-		json.Unmarshal(n.Params, &p)
-		return n.Method == "notifications/cancelled" && p.RequestID == elicitID
-	})
+	r.waitWithdrawn(elicitID)
 
 	// The client cancels its tasks/result (notifications/cancelled): the
 	// elicitation is withdrawn, its late answer is not taken, and the
@@ -519,13 +526,7 @@ func TestMCPTasksInput(t *testing.T) {
 	q = r.request()
 	fmt.Fprintf(r.stdin, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":%d}}\n", rid)
 	json.Unmarshal(q.ID, &elicitID)
-	r.waitNote(func(n rawRequest) bool {
-		var p struct {
-			RequestID string `json:"requestId"`
-		}
-		json.Unmarshal(n.Params, &p)
-		return n.Method == "notifications/cancelled" && p.RequestID == elicitID
-	})
+	r.waitWithdrawn(elicitID)
 	result = r.send("tasks/result", map[string]any{"taskId": id})
 	q2 := r.request()
 	if q2.Method != "elicitation/create" || string(q2.ID) == string(q.ID) {
@@ -696,6 +697,13 @@ func postBodyCtx(t *testing.T, ctx context.Context, url, token, session string, 
 	return resp
 }
 
+// taskResultEvent is the last event of a tasks/result stream.
+type taskResultEvent struct {
+	ID     int             `json:"id"`
+	Result mcpTaskResult   `json:"result"`
+	Error  json.RawMessage `json:"error"`
+}
+
 func nextEvent(t *testing.T, ch <-chan json.RawMessage) json.RawMessage {
 	t.Helper()
 	select {
@@ -764,11 +772,7 @@ func TestMCPTasksInputHTTP(t *testing.T) {
 	if code := answer(mcpFullToken, q, map[string]any{"action": "accept", "content": map[string]any{"answer": "green"}}); code != http.StatusAccepted {
 		t.Fatalf("the answer: %d", code)
 	}
-	res := decode[struct {
-		ID     int             `json:"id"`
-		Result mcpTaskResult   `json:"result"`
-		Error  json.RawMessage `json:"error"`
-	}](t, nextEvent(t, events))
+	res := decode[taskResultEvent](t, nextEvent(t, events))
 	if res.ID != 3 || res.Error != nil || res.Result.IsError || res.Result.StructuredContent["answer"] != "green" || relatedTask(res.Result.Meta) != id {
 		t.Fatalf("tasks/result after the answer: %+v", res)
 	}
@@ -780,11 +784,7 @@ func TestMCPTasksInputHTTP(t *testing.T) {
 	if code := answer(mcpFullToken, q, map[string]any{"action": "cancel"}); code != http.StatusAccepted {
 		t.Fatalf("the answer: %d", code)
 	}
-	res = decode[struct {
-		ID     int             `json:"id"`
-		Result mcpTaskResult   `json:"result"`
-		Error  json.RawMessage `json:"error"`
-	}](t, nextEvent(t, events))
+	res = decode[taskResultEvent](t, nextEvent(t, events))
 	if res.ID != 5 || !res.Result.IsError || !strings.Contains(res.Result.text(), "the user chose cancel") || res.Result.Meta["agentgw/xmpp-state"] != "cancelled" {
 		t.Fatalf("tasks/result after a cancel: %+v", res)
 	}
@@ -810,11 +810,7 @@ func TestMCPTasksInputHTTP(t *testing.T) {
 	if code := answer(mcpFullToken, q2, map[string]any{"action": "accept", "content": map[string]any{"answer": "violet"}}); code != http.StatusAccepted {
 		t.Fatalf("the answer: %d", code)
 	}
-	res = decode[struct {
-		ID     int             `json:"id"`
-		Result mcpTaskResult   `json:"result"`
-		Error  json.RawMessage `json:"error"`
-	}](t, nextEvent(t, events))
+	res = decode[taskResultEvent](t, nextEvent(t, events))
 	if res.ID != 9 || res.Error != nil || res.Result.IsError || res.Result.StructuredContent["answer"] != "violet" {
 		t.Fatalf("tasks/result after the stream closed: %+v", res)
 	}
