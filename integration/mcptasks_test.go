@@ -3,6 +3,7 @@ package integration
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -128,6 +129,13 @@ func (r *rawMCP) read(out io.Reader) {
 
 // send sends a request and returns the channel of its answer.
 func (r *rawMCP) send(method string, params any) <-chan rawAnswer {
+	_, ch := r.sendID(method, params)
+	return ch
+}
+
+// sendID sends a request and returns its id and the channel of its
+// answer.
+func (r *rawMCP) sendID(method string, params any) (int, <-chan rawAnswer) {
 	r.mu.Lock()
 	r.next++
 	id := r.next
@@ -136,7 +144,7 @@ func (r *rawMCP) send(method string, params any) <-chan rawAnswer {
 	r.mu.Unlock()
 	raw, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 	fmt.Fprintf(r.stdin, "%s\n", raw)
-	return ch
+	return id, ch
 }
 
 // request waits for the server's next request.
@@ -177,6 +185,36 @@ func (r *rawMCP) statuses(id string) []string {
 			r.t.Fatalf("task %s: statuses %v, and no terminal one", id, got)
 		}
 	}
+}
+
+// waitNote waits for a notification from the server that match
+// accepts, skipping others.
+func (r *rawMCP) waitNote(match func(rawRequest) bool) {
+	r.t.Helper()
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case n := <-r.notes:
+			if match(n) {
+				return
+			}
+		case <-deadline:
+			r.t.Fatalf("no such notification from the server\n%s", r.stderr)
+		}
+	}
+}
+
+// waitWithdrawn waits for the notifications/cancelled of the server's
+// request id.
+func (r *rawMCP) waitWithdrawn(id string) {
+	r.t.Helper()
+	r.waitNote(func(n rawRequest) bool {
+		var p struct {
+			RequestID string `json:"requestId"`
+		}
+		json.Unmarshal(n.Params, &p)
+		return n.Method == "notifications/cancelled" && p.RequestID == id
+	})
 }
 
 // reply answers the server's request id with result.
@@ -394,7 +432,9 @@ func TestMCPTasks(t *testing.T) {
 func TestMCPTasksInput(t *testing.T) {
 	need(t)
 	withTaskEndpoints(t)
-	r, _ := startRawMCPWith(t, writeAgentMCPConfig(t, 60), map[string]any{"elicitation": map[string]any{}})
+	config := writeAgentMCPConfig(t, 60)
+	elicits := map[string]any{"elicitation": map[string]any{}}
+	r, _ := startRawMCPWith(t, config, elicits)
 	r.waitTool("demo_ask")
 
 	// Accept, with tasks/result called once the task is input_required.
@@ -455,6 +495,83 @@ func TestMCPTasksInput(t *testing.T) {
 	}
 	if got := r.statuses(id); got[0] != "input_required" || got[len(got)-1] != "cancelled" {
 		t.Fatalf("status notifications of a declined task: %v", got)
+	}
+
+	// tasks/cancel while the elicitation waits for the client: the
+	// follower sees the task settle, withdraws the elicitation
+	// (notifications/cancelled with its id) and tasks/result answers.
+	id = r.newTask("demo_ask", map[string]any{"question": "Still there?"})
+	result = r.send("tasks/result", map[string]any{"taskId": id})
+	q = r.request()
+	if q.Method != "elicitation/create" {
+		t.Fatalf("the elicitation of task %s: %s %s", id, q.Method, q.Params)
+	}
+	cancelled := decode[mcpTask](t, r.call("tasks/cancel", map[string]any{"taskId": id}))
+	if cancelled.Status != "cancelled" {
+		t.Fatalf("tasks/cancel while the elicitation waits: %+v", cancelled)
+	}
+	res = decode[mcpTaskResult](t, r.answer(result, "tasks/result").Result)
+	if !res.IsError || relatedTask(res.Meta) != id {
+		t.Fatalf("tasks/result of a task cancelled while eliciting: %+v", res)
+	}
+	var elicitID string
+	json.Unmarshal(q.ID, &elicitID)
+	r.waitWithdrawn(elicitID)
+
+	// The client cancels its tasks/result (notifications/cancelled): the
+	// elicitation is withdrawn, its late answer is not taken, and the
+	// next tasks/result asks again.
+	id = r.newTask("demo_ask", map[string]any{"question": "Once more?"})
+	rid, _ := r.sendID("tasks/result", map[string]any{"taskId": id})
+	q = r.request()
+	fmt.Fprintf(r.stdin, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":%d}}\n", rid)
+	json.Unmarshal(q.ID, &elicitID)
+	r.waitWithdrawn(elicitID)
+	result = r.send("tasks/result", map[string]any{"taskId": id})
+	q2 := r.request()
+	if q2.Method != "elicitation/create" || string(q2.ID) == string(q.ID) {
+		t.Fatalf("the elicitation after a cancelled tasks/result: %s %s %s", q2.Method, q2.ID, q2.Params)
+	}
+	r.reply(q.ID, map[string]any{"action": "accept", "content": map[string]any{"answer": "stale"}})
+	r.reply(q2.ID, map[string]any{"action": "accept", "content": map[string]any{"answer": "yellow"}})
+	res = decode[mcpTaskResult](t, r.answer(result, "tasks/result").Result)
+	if res.IsError || res.StructuredContent["answer"] != "yellow" {
+		t.Fatalf("tasks/result after a cancelled tasks/result: %+v", res)
+	}
+
+	// The client goes away (EOF) in the middle of an elicitation: the
+	// process ends; after a restart the task is still input_required with
+	// its question, and tasks/result asks again.
+	id = r.newTask("demo_ask", map[string]any{"question": "After a restart?"})
+	r.send("tasks/result", map[string]any{"taskId": id})
+	r.request()
+	r.stdin.Close()
+	exited := make(chan struct{})
+	go func() { r.cmd.Wait(); close(exited) }()
+	select {
+	case <-exited:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("agentgw mcp did not exit at EOF during an elicitation\n%s", r.stderr)
+	}
+	r2, _ := startRawMCPWith(t, config, elicits)
+	eventually(t, "the task input_required after a restart", func() bool {
+		got = decode[struct {
+			mcpTask
+			StatusMessage string `json:"statusMessage"`
+		}](t, r2.call("tasks/get", map[string]any{"taskId": id}))
+		return got.Status == "input_required" && got.StatusMessage == "After a restart?"
+	})
+	result = r2.send("tasks/result", map[string]any{"taskId": id})
+	q = r2.request()
+	if q.Method != "elicitation/create" || relatedTask(decode[struct {
+		Meta map[string]any `json:"_meta"`
+	}](t, q.Params).Meta) != id {
+		t.Fatalf("the elicitation after a restart: %s %s", q.Method, q.Params)
+	}
+	r2.reply(q.ID, map[string]any{"action": "accept", "content": map[string]any{"answer": "again"}})
+	res = decode[mcpTaskResult](t, r2.answer(result, "tasks/result").Result)
+	if res.IsError || res.StructuredContent["answer"] != "again" {
+		t.Fatalf("tasks/result after a restart: %+v", res)
 	}
 }
 
@@ -530,8 +647,15 @@ func TestMCPTasksHTTP(t *testing.T) {
 // answer's server-sent events as they come (a JSON answer is one item).
 func streamMCP(t *testing.T, url, token, session string, id int, method string, params any) <-chan json.RawMessage {
 	t.Helper()
+	return streamMCPCtx(t, context.Background(), url, token, session, id, method, params)
+}
+
+// streamMCPCtx is streamMCP until ctx ends (the client closes the
+// stream).
+func streamMCPCtx(t *testing.T, ctx context.Context, url, token, session string, id int, method string, params any) <-chan json.RawMessage {
+	t.Helper()
 	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-	resp := postBody(t, url, token, session, body)
+	resp := postBodyCtx(t, ctx, url, token, session, body)
 	ch := make(chan json.RawMessage, 16)
 	go func() {
 		defer close(ch)
@@ -555,7 +679,12 @@ func streamMCP(t *testing.T, url, token, session string, id int, method string, 
 // postBody posts a JSON-RPC message as token in session.
 func postBody(t *testing.T, url, token, session string, body []byte) *http.Response {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+	return postBodyCtx(t, context.Background(), url, token, session, body)
+}
+
+func postBodyCtx(t *testing.T, ctx context.Context, url, token, session string, body []byte) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
@@ -566,6 +695,13 @@ func postBody(t *testing.T, url, token, session string, body []byte) *http.Respo
 		t.Fatal(err)
 	}
 	return resp
+}
+
+// taskResultEvent is the last event of a tasks/result stream.
+type taskResultEvent struct {
+	ID     int             `json:"id"`
+	Result mcpTaskResult   `json:"result"`
+	Error  json.RawMessage `json:"error"`
 }
 
 func nextEvent(t *testing.T, ch <-chan json.RawMessage) json.RawMessage {
@@ -636,11 +772,7 @@ func TestMCPTasksInputHTTP(t *testing.T) {
 	if code := answer(mcpFullToken, q, map[string]any{"action": "accept", "content": map[string]any{"answer": "green"}}); code != http.StatusAccepted {
 		t.Fatalf("the answer: %d", code)
 	}
-	res := decode[struct {
-		ID     int             `json:"id"`
-		Result mcpTaskResult   `json:"result"`
-		Error  json.RawMessage `json:"error"`
-	}](t, nextEvent(t, events))
+	res := decode[taskResultEvent](t, nextEvent(t, events))
 	if res.ID != 3 || res.Error != nil || res.Result.IsError || res.Result.StructuredContent["answer"] != "green" || relatedTask(res.Result.Meta) != id {
 		t.Fatalf("tasks/result after the answer: %+v", res)
 	}
@@ -652,16 +784,34 @@ func TestMCPTasksInputHTTP(t *testing.T) {
 	if code := answer(mcpFullToken, q, map[string]any{"action": "cancel"}); code != http.StatusAccepted {
 		t.Fatalf("the answer: %d", code)
 	}
-	res = decode[struct {
-		ID     int             `json:"id"`
-		Result mcpTaskResult   `json:"result"`
-		Error  json.RawMessage `json:"error"`
-	}](t, nextEvent(t, events))
+	res = decode[taskResultEvent](t, nextEvent(t, events))
 	if res.ID != 5 || !res.Result.IsError || !strings.Contains(res.Result.text(), "the user chose cancel") || res.Result.Meta["agentgw/xmpp-state"] != "cancelled" {
 		t.Fatalf("tasks/result after a cancel: %+v", res)
 	}
 	got, _ := postMCP(t, url, mcpFullToken, session, 6, "tasks/get", map[string]any{"taskId": id})
 	if decode[mcpTask](t, got.Result).Status != "cancelled" {
 		t.Fatalf("tasks/get after a cancel: %s", got.Result)
+	}
+
+	// The client closes the stream in the middle of the elicitation: the
+	// next tasks/result asks again, and the withdrawn request's answer
+	// is not taken.
+	id = ask(7, "Closed, over HTTP?")
+	ctx, closeStream := context.WithCancel(context.Background())
+	q = elicitation(streamMCPCtx(t, ctx, url, mcpFullToken, session, 8, "tasks/result", map[string]any{"taskId": id}), id, "Closed, over HTTP?")
+	closeStream()
+	events = streamMCP(t, url, mcpFullToken, session, 9, "tasks/result", map[string]any{"taskId": id})
+	q2 := elicitation(events, id, "Closed, over HTTP?")
+	if string(q2.ID) == string(q.ID) {
+		t.Fatalf("the same elicitation after the stream closed: %s", q.ID)
+	}
+	// (go-sdk acknowledges a response it did not wait for with 202 too.)
+	answer(mcpFullToken, q, map[string]any{"action": "accept", "content": map[string]any{"answer": "stale"}})
+	if code := answer(mcpFullToken, q2, map[string]any{"action": "accept", "content": map[string]any{"answer": "violet"}}); code != http.StatusAccepted {
+		t.Fatalf("the answer: %d", code)
+	}
+	res = decode[taskResultEvent](t, nextEvent(t, events))
+	if res.ID != 9 || res.Error != nil || res.Result.IsError || res.Result.StructuredContent["answer"] != "violet" {
+		t.Fatalf("tasks/result after the stream closed: %+v", res)
 	}
 }

@@ -279,6 +279,7 @@ func (g *agents) followCall(ctx context.Context, req *mcp.CallToolRequest, what 
 	if hooks != nil {
 		f.mcpTask = hooks.mcpTask
 	}
+	defer f.stopEliciting()
 	if stateFirst {
 		f.recover(ctx)
 	}
@@ -290,6 +291,9 @@ func (g *agents) followCall(ctx context.Context, req *mcp.CallToolRequest, what 
 		f.input(ctx)
 		select {
 		case <-arrived:
+		case o := <-f.elicited():
+			f.eliciting = nil
+			f.answered(ctx, o.in, o.res, o.err)
 		case raw := <-events:
 			o := tr.Handle(raw)
 			switch o.Verdict {
@@ -303,6 +307,7 @@ func (g *agents) followCall(ctx context.Context, req *mcp.CallToolRequest, what 
 			interval = min(2*interval, callMaxPoll)
 			timer.Reset(interval)
 		case <-ctx.Done():
+			f.stopEliciting()
 			if hooks != nil && hooks.detached {
 				return nil, tr.State
 			}
@@ -313,6 +318,7 @@ func (g *agents) followCall(ctx context.Context, req *mcp.CallToolRequest, what 
 			cancel()
 			return errorResult("%s: cancelled by the MCP client; task %s %s", what, taskID, tr.State), tr.State
 		}
+		f.dropStaleElicitation()
 	}
 	if f.why != "" {
 		res := errorResult("%s: the agent asked for input, but %s; task %s was cancelled (it settled as %s)", what, f.why, taskID, tr.State)
@@ -400,6 +406,56 @@ type callFollow struct {
 	// why, once set, is why an input request could not be answered (the
 	// task was cancelled for it).
 	why string
+	// eliciting is the elicitation of an MCP task's input in flight.
+	eliciting *elicitation
+}
+
+// elicitation is an MCP task's input request being elicited while its
+// follower goes on following: the task may settle (its deadline, a
+// tasks/cancel) before the client answers, and the question is then
+// withdrawn.
+type elicitation struct {
+	in     agentclient.InputRequest
+	cancel context.CancelFunc
+	done   chan elicitOutcome // buffered: the asking goroutine never waits
+}
+
+// elicitOutcome is the client's answer to an elicitation, or why none came.
+type elicitOutcome struct {
+	in  agentclient.InputRequest
+	res *mcp.ElicitResult
+	err error
+}
+
+// elicited is the channel of the elicitation in flight (nil: none).
+func (f *callFollow) elicited() <-chan elicitOutcome {
+	if f.eliciting == nil {
+		return nil
+	}
+	return f.eliciting.done
+}
+
+// dropStaleElicitation withdraws the elicitation in flight once the task no
+// longer waits for that input.
+func (f *callFollow) dropStaleElicitation() {
+	e := f.eliciting
+	if e == nil {
+		return
+	}
+	if f.tr.State == task.StateInputRequired && f.tr.Pending != nil && f.tr.Pending.RequestID == e.in.RequestID {
+		return
+	}
+	f.stopEliciting()
+}
+
+// stopEliciting withdraws the elicitation in flight, if any, and waits
+// until the client has been told (notifications/cancelled).
+func (f *callFollow) stopEliciting() {
+	if e := f.eliciting; e != nil {
+		f.eliciting = nil
+		e.cancel()
+		<-e.done
+	}
 }
 
 func (f *callFollow) recover(ctx context.Context) {
@@ -453,6 +509,9 @@ func (f *callFollow) input(ctx context.Context) {
 	if f.tr.State != task.StateInputRequired || in == nil || f.asked[in.RequestID] {
 		return
 	}
+	if f.eliciting != nil {
+		return // one question at a time: the answer comes first
+	}
 	a := f.asker()
 	if a == nil && f.mcpTask != "" {
 		return
@@ -472,31 +531,55 @@ func (f *callFollow) input(ctx context.Context) {
 	if why == "" {
 		p := &mcp.ElicitParams{Mode: "form", Message: in.Question, RequestedSchema: json.RawMessage(in.Schema)}
 		if f.mcpTask != "" {
+			// The follower goes on following while the client thinks
+			// (followCall takes the outcome).
 			p.Meta = mcp.Meta{metaRelatedTask: map[string]any{"taskId": f.mcpTask}}
+			ectx, cancel := context.WithCancel(ctx)
+			e := &elicitation{in: *in, cancel: cancel, done: make(chan elicitOutcome, 1)}
+			go func() {
+				res, err := a.elicit(ectx, p)
+				e.done <- elicitOutcome{in: e.in, res: res, err: err}
+			}()
+			f.eliciting = e
+			return
 		}
 		res, err := a.elicit(ctx, p)
-		switch {
-		case f.mcpTask != "" && (errors.Is(err, errAskerGone) || ctx.Err() != nil):
-			// The tasks/result request (or the server) went away: no
-			// answer yet; the next tasks/result asks again.
-			delete(f.asked, in.RequestID)
-			return
-		case err != nil:
-			why = "the elicitation failed: " + agentclient.SafeText(err.Error(), 200)
-		case res.Action != "accept":
-			why = "the user chose " + agentclient.SafeText(res.Action, 20)
-		default:
-			raw, _ := json.Marshal(res.Content)
-			canon, err := agentclient.CanonicalInput(raw)
-			if err == nil {
-				_, err = f.g.ac.ProvideInput(ctx, f.tr.Pin.Endpoint, f.tr.TaskID, in.RequestID, canon, -1)
-			}
-			if err == nil {
-				return
-			}
-			why = "the answer was not accepted: " + agentclient.SafeText(err.Error(), 300)
-		}
+		f.answered(ctx, *in, res, err)
+		return
 	}
+	f.unanswerable(ctx, why)
+}
+
+// answered passes on the client's answer to input request in: accepted
+// content to the agent; anything else cancels the task and says why.
+func (f *callFollow) answered(ctx context.Context, in agentclient.InputRequest, res *mcp.ElicitResult, err error) {
+	why := ""
+	switch {
+	case f.mcpTask != "" && (errors.Is(err, errAskerGone) || ctx.Err() != nil):
+		// The tasks/result request (or the server) went away: no
+		// answer yet; the next tasks/result asks again.
+		delete(f.asked, in.RequestID)
+		return
+	case err != nil:
+		why = "the elicitation failed: " + agentclient.SafeText(err.Error(), 200)
+	case res.Action != "accept":
+		why = "the user chose " + agentclient.SafeText(res.Action, 20)
+	default:
+		raw, _ := json.Marshal(res.Content)
+		canon, err := agentclient.CanonicalInput(raw)
+		if err == nil {
+			_, err = f.g.ac.ProvideInput(ctx, f.tr.Pin.Endpoint, f.tr.TaskID, in.RequestID, canon, -1)
+		}
+		if err == nil {
+			return
+		}
+		why = "the answer was not accepted: " + agentclient.SafeText(err.Error(), 300)
+	}
+	f.unanswerable(ctx, why)
+}
+
+// unanswerable cancels the task whose input cannot be answered, for why.
+func (f *callFollow) unanswerable(ctx context.Context, why string) {
 	f.g.log.Info("agent input not answerable: cancelling the task", "task", f.tr.TaskID, "why", why)
 	f.g.ac.Cancel(ctx, f.tr.Pin.Endpoint, task.Cancel{TaskID: f.tr.TaskID, HasReason: true, Reason: "input not available: " + why}, -1)
 	f.why = why

@@ -67,8 +67,10 @@ type Server struct {
 	// slow subscriber), and the account's session must not wait for that.
 	updates map[string]bool
 	wake    chan struct{}
-	// taskWait wakes tasks/result and tasks/cancel (tasks.go).
+	// taskWait wakes tasks/result and tasks/cancel, and waits counts
+	// those waiting, by owner (tasks.go).
 	taskWait map[string]chan struct{}
+	waits    map[string]int
 	// inputs are the input sides of followed MCP tasks, by task ID, and
 	// elicits the elicitations the layer sent, by request ID
 	// (taskinput.go).
@@ -89,7 +91,7 @@ func New(ctx context.Context, acct *Account, store *Store, opts Options) (*Serve
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{acct: acct, store: store, opts: opts, contacts: map[string]bool{}, messages: map[string]bool{},
-		updates: map[string]bool{}, wake: make(chan struct{}, 1), taskWait: map[string]chan struct{}{},
+		updates: map[string]bool{}, wake: make(chan struct{}, 1), taskWait: map[string]chan struct{}{}, waits: map[string]int{},
 		inputs: map[string]*taskInput{}, elicits: map[string]elicitWait{}, sinks: map[string]*statusSink{}, runCtx: ctx}
 	go s.updater(ctx)
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "agentgw-xmpp", Title: "XMPP MCP Server (agentgw)", Version: Version}, &mcp.ServerOptions{

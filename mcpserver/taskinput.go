@@ -171,6 +171,9 @@ func (s *Server) rawElicit(ctx, req context.Context, owner string, send func(jso
 	if err != nil {
 		return nil, err
 	}
+	if req.Err() != nil {
+		return nil, errAskerGone
+	}
 	ch := make(chan *jsonrpc.Response, 1)
 	s.mu.Lock()
 	s.elicits[key] = elicitWait{owner: owner, answer: ch}
@@ -194,7 +197,12 @@ func (s *Server) rawElicit(ctx, req context.Context, owner string, send func(jso
 		}
 		var res mcp.ElicitResult
 		if err := json.Unmarshal(resp.Result, &res); err != nil {
-			return nil, fmt.Errorf("the elicitation result does not parse: %w", err)
+			return nil, errors.New("the elicitation result is not an ElicitResult (an object with an action and, on accept, an object content)")
+		}
+		switch res.Action {
+		case "accept", "decline", "cancel":
+		default:
+			return nil, errors.New("the elicitation result's action is not accept, decline or cancel")
 		}
 		return &res, nil
 	case <-ctx.Done():

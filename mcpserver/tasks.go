@@ -36,6 +36,11 @@ const (
 	// taskCancelWait bounds how long tasks/cancel waits for the XMPP
 	// task to settle after <cancel-accepted/>.
 	taskCancelWait = 30 * time.Second
+	// maxTaskWaits bounds the tasks/result and tasks/cancel requests of
+	// one caller (the account over stdio, a token over HTTP) waiting at
+	// once: each holds a goroutine (over HTTP a response stream, and for
+	// tasks/result an asker of the task's input) and polls the store.
+	maxTaskWaits = 64
 )
 
 // Meta keys of the bridge.
@@ -68,7 +73,7 @@ func (t *tasksTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &tasksConn{Connection: c, s: t.s, patch: map[string]string{}, owner: "account:" + t.s.acct.JID().String()}, nil
+	return &tasksConn{Connection: c, s: t.s, patch: map[string]string{}, serving: map[string]*layerRequest{}, owner: "account:" + t.s.acct.JID().String()}, nil
 }
 
 // tasksConn is one wrapped connection.
@@ -79,6 +84,9 @@ type tasksConn struct {
 
 	mu    sync.Mutex
 	patch map[string]string // request id → method whose answer is amended
+	// serving are the tasks/* requests the layer serves, by request id,
+	// for the client's notifications/cancelled (go-sdk never sees them).
+	serving map[string]*layerRequest
 	// elicitation: the client declared it in initialize.
 	elicitation bool
 }
@@ -96,7 +104,13 @@ func (c *tasksConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			continue // the answer to an elicitation of the layer
 		}
 		req, ok := msg.(*jsonrpc.Request)
-		if !ok || !req.ID.IsValid() {
+		if !ok {
+			return msg, nil
+		}
+		if !req.ID.IsValid() {
+			if req.Method == "notifications/cancelled" && c.cancelServing(req.Params) {
+				continue
+			}
 			return msg, nil
 		}
 		switch req.Method {
@@ -116,7 +130,12 @@ func (c *tasksConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 				continue
 			}
 		case "tasks/get", "tasks/result", "tasks/list", "tasks/cancel":
-			go c.tasksMethod(req)
+			ctx, cancel := context.WithCancel(c.s.runCtx)
+			lr := &layerRequest{cancel: cancel}
+			c.mu.Lock()
+			c.serving[idKey(req.ID)] = lr
+			c.mu.Unlock()
+			go c.tasksMethod(ctx, lr, req)
 			continue
 		}
 		return msg, nil
@@ -152,15 +171,42 @@ func (c *tasksConn) reply(id jsonrpc.ID, result any, err error) {
 	_ = c.Connection.Write(context.Background(), response(id, result, err))
 }
 
-// asker is a tasks/result request on this connection as the asker of
-// its task's input: the layer writes elicitation/create itself.
-func (c *tasksConn) asker() *asker {
+// layerRequest is a request the layer serves on a connection.
+type layerRequest struct{ cancel context.CancelFunc }
+
+// cancelServing ends the request the layer serves that a
+// notifications/cancelled names, and reports whether there was one.
+func (c *tasksConn) cancelServing(params json.RawMessage) bool {
+	var p struct {
+		RequestID any `json:"requestId"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return false
+	}
+	id, err := jsonrpc.MakeID(p.RequestID)
+	if err != nil || !id.IsValid() {
+		return false
+	}
+	c.mu.Lock()
+	lr := c.serving[idKey(id)]
+	c.mu.Unlock()
+	if lr == nil {
+		return false
+	}
+	lr.cancel()
+	return true
+}
+
+// asker is a tasks/result request on this connection, alive while req,
+// as the asker of its task's input: the layer writes elicitation/create
+// itself.
+func (c *tasksConn) asker(req context.Context) *asker {
 	c.mu.Lock()
 	can := c.elicitation
 	c.mu.Unlock()
 	send := func(m jsonrpc.Message) error { return c.Connection.Write(context.Background(), m) }
 	return &asker{canElicit: can, elicit: func(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
-		return c.s.rawElicit(ctx, c.s.runCtx, c.owner, send, p)
+		return c.s.rawElicit(ctx, req, c.owner, send, p)
 	}}
 }
 
@@ -438,9 +484,17 @@ func (s *Server) taskWaiter(id string) <-chan struct{} {
 }
 
 // tasksMethod serves tasks/get, tasks/result, tasks/list and
-// tasks/cancel on a wrapped connection.
-func (c *tasksConn) tasksMethod(req *jsonrpc.Request) {
-	res, err := c.s.tasksMethod(c.s.runCtx, c.owner, req, c.asker())
+// tasks/cancel on a wrapped connection, until the client cancels it.
+func (c *tasksConn) tasksMethod(ctx context.Context, lr *layerRequest, req *jsonrpc.Request) {
+	defer func() {
+		lr.cancel()
+		c.mu.Lock()
+		if c.serving[idKey(req.ID)] == lr {
+			delete(c.serving, idKey(req.ID))
+		}
+		c.mu.Unlock()
+	}()
+	res, err := c.s.tasksMethod(ctx, c.owner, req, c.asker(ctx))
 	c.reply(req.ID, res, err)
 }
 
@@ -471,6 +525,13 @@ func (s *Server) tasksMethod(ctx context.Context, owner string, req *jsonrpc.Req
 	}
 	if err != nil {
 		return nil, err
+	}
+	if rec.Result == nil && (req.Method == "tasks/result" || req.Method == "tasks/cancel") {
+		done, err := s.startWait(owner)
+		if err != nil {
+			return nil, err
+		}
+		defer done()
 	}
 	switch req.Method {
 	case "tasks/get":
@@ -505,6 +566,25 @@ func (s *Server) tasksMethod(ctx context.Context, owner string, req *jsonrpc.Req
 		return s.cancelTask(ctx, owner, rec)
 	}
 	return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "no method " + req.Method}
+}
+
+// startWait counts a tasks/result or tasks/cancel of owner that waits for
+// its task, until done; past maxTaskWaits it is refused.
+func (s *Server) startWait(owner string) (done func(), err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.waits[owner] >= maxTaskWaits {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf(
+			"too many tasks/result and tasks/cancel requests of this caller wait for their tasks (at most %d): retry once one has answered, or poll tasks/get", maxTaskWaits)}
+	}
+	s.waits[owner]++
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.waits[owner]--; s.waits[owner] <= 0 {
+			delete(s.waits, owner)
+		}
+	}, nil
 }
 
 // taskAnswer is a Task with the XMPP mapping and the losses in _meta.
