@@ -19,6 +19,7 @@ import (
 
 	"agentgw/client"
 	"agentgw/internal/harness"
+	"agentgw/internal/testwait"
 	"agentgw/mcpserver"
 	"agentgw/wire"
 
@@ -216,13 +217,7 @@ func readContact(t *testing.T, cs *mcp.ClientSession, bare string) mcpserver.Con
 // eventually retries check until it holds or 30 s pass.
 func eventually(t *testing.T, what string, check func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !check() {
-		if time.Now().After(deadline) {
-			t.Fatalf("never: %s", what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testwait.Until(t, 30*time.Second, what, check)
 }
 
 // awaitEvent waits for a notification.

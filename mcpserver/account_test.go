@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"agentgw/internal/harness"
+	"agentgw/internal/testwait"
 	"agentgw/mcpserver"
 
 	"mellium.im/xmpp/jid"
@@ -37,13 +38,7 @@ func (l *logBuf) count(s string) int {
 
 func waitFor(t *testing.T, what string, check func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !check() {
-		if time.Now().After(deadline) {
-			t.Fatalf("never: %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testwait.Until(t, 60*time.Second, what, check)
 }
 
 // A connection that goes silent (the server never sees the ping) is

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"agentgw/internal/testwait"
+
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"mellium.im/xmpp/jid"
@@ -99,13 +101,7 @@ func TestTaskWaitsBounded(t *testing.T) {
 
 func waitFor(t *testing.T, what string, check func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !check() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.Until(t, 10*time.Second, what, check)
 }
 
 // sentTo collects what rawElicit sends the client.

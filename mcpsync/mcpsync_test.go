@@ -15,6 +15,7 @@ import (
 
 	"agentgw/config"
 	"agentgw/db"
+	"agentgw/internal/testwait"
 	"agentgw/mcpsync"
 	"agentgw/runtime/mcp"
 )
@@ -224,12 +225,7 @@ func (a *availability) last() string {
 // waitFor waits until cond holds.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.Until(t, 10*time.Second, what, cond)
 }
 
 // newEndpoint hosts the fixture server as an mcp endpoint kept warm.
