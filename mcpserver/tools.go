@@ -677,7 +677,8 @@ func validXML(s string) bool {
 	return true
 }
 
+// xmlEscaper is built once: a Replacer compiles its table on first use.
+var xmlEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;", "'", "&apos;")
+
 // escapeXML escapes text for an attribute value or character data.
-func escapeXML(s string) string {
-	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;", "'", "&apos;").Replace(s)
-}
+func escapeXML(s string) string { return xmlEscaper.Replace(s) }
