@@ -249,14 +249,8 @@ func (p *projector) lookup(name string) (*manifest.Manifest, string, json.RawMes
 
 // isProjected reports whether name is a projected tool.
 func (p *projector) isProjected(name string) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, names := range p.names {
-		if slices.Contains(names, name) {
-			return true
-		}
-	}
-	return false
+	_, _, _, ok := p.lookup(name)
+	return ok
 }
 
 // toolMetas returns the _meta and execution objects of each tool of the
