@@ -126,8 +126,9 @@ type Account struct {
 	opts   AccountOptions
 	events Events
 	// taskEvents receives the lifecycle messages of agent tasks
-	// (agents.go); they are never queued as messages.
-	taskEvents func(raw string)
+	// (agents.go), parsed and as received, with the task ID of their
+	// first event; they are never queued as messages.
+	taskEvents func(el wire.Element, taskID, raw string)
 
 	mu       sync.Mutex
 	cl       *client.Client // nil while down
@@ -404,9 +405,9 @@ func (a *Account) handle(ctx context.Context, s string) {
 	case "presence":
 		a.presence(el)
 	case "message":
-		if _, ok := agentclient.IsLifecycleMessage(el); ok {
+		if id, ok := agentclient.IsLifecycleMessage(el); ok {
 			if a.taskEvents != nil {
-				a.taskEvents(s)
+				a.taskEvents(el, id, s)
 			}
 			return
 		}

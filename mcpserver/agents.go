@@ -77,15 +77,11 @@ func newAgents(s *Server, log *slog.Logger) *agents {
 	return g
 }
 
-// event routes a lifecycle message to the call that follows its task,
-// or keeps it for a call whose acceptance has not arrived yet. It runs
-// on the account's session goroutine and never blocks.
-func (g *agents) event(raw string) {
-	el, err := wire.Parse(raw)
-	if err != nil {
-		return
-	}
-	id, _ := agentclient.IsLifecycleMessage(el)
+// event routes a lifecycle message (el, received as raw) of task id to
+// the call that follows the task, or keeps it for a call whose acceptance
+// has not arrived yet. It runs on the account's session goroutine, which
+// parsed el already, and never blocks.
+func (g *agents) event(el wire.Element, id, raw string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if ch, ok := g.following[id]; ok {

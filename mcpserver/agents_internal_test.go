@@ -5,8 +5,22 @@ import (
 	"strings"
 	"testing"
 
+	"agentgw/agentclient"
+	"agentgw/wire"
+
 	"mellium.im/xmpp/jid"
 )
+
+// eventRaw hands raw to event as the account's session does: parsed, with
+// its task ID.
+func (g *agents) eventRaw(raw string) {
+	el, err := wire.Parse(raw)
+	if err != nil {
+		panic(err)
+	}
+	id, _ := agentclient.IsLifecycleMessage(el)
+	g.event(el, id, raw)
+}
 
 func lifecycle(from, taskID string, pad int) string {
 	return fmt.Sprintf(`<message xmlns="jabber:client" from=%q to="alice@example.org/mcp"><event xmlns="urn:xmpp:agent-task:0" task-id=%q/><body>%s</body></message>`,
@@ -19,14 +33,14 @@ func TestUnclaimedEventsBounded(t *testing.T) {
 	g := &agents{following: map[string]chan string{}, unclaimed: map[string][]string{}, inflight: map[string]int{}}
 	// Anyone's events, with no call in flight: nothing is kept.
 	for i := range 100 {
-		g.event(lifecycle("mallory@evil.example/x", fmt.Sprintf("t%d", i), 1000))
+		g.eventRaw(lifecycle("mallory@evil.example/x", fmt.Sprintf("t%d", i), 1000))
 	}
 	if len(g.unclaimed) != 0 || g.ubytes != 0 {
 		t.Fatalf("kept %d tasks, %d bytes from a stranger", len(g.unclaimed), g.ubytes)
 	}
 	release := g.expect(jid.MustParse("demo@agents.example"))
-	g.event(lifecycle("mallory@evil.example/x", "t-evil", 10))
-	g.event(lifecycle("demo@agents.example/a", "t-ours", 10))
+	g.eventRaw(lifecycle("mallory@evil.example/x", "t-evil", 10))
+	g.eventRaw(lifecycle("demo@agents.example/a", "t-ours", 10))
 	if len(g.unclaimed) != 1 || len(g.unclaimed["t-ours"]) != 1 {
 		t.Fatalf("unclaimed %v", g.unclaimed)
 	}
@@ -38,7 +52,7 @@ func TestUnclaimedEventsBounded(t *testing.T) {
 	// Even the endpoint called stays within the byte bound.
 	for i := range maxUnclaimedTasks + 50 {
 		for range 4 {
-			g.event(lifecycle("demo@agents.example/a", fmt.Sprintf("t%d", i), 16<<10))
+			g.eventRaw(lifecycle("demo@agents.example/a", fmt.Sprintf("t%d", i), 16<<10))
 		}
 	}
 	total := 0
@@ -55,7 +69,7 @@ func TestUnclaimedEventsBounded(t *testing.T) {
 	if len(g.inflight) != 0 {
 		t.Fatalf("inflight %v", g.inflight)
 	}
-	g.event(lifecycle("demo@agents.example/a", "t-late", 10))
+	g.eventRaw(lifecycle("demo@agents.example/a", "t-late", 10))
 	if _, ok := g.unclaimed["t-late"]; ok {
 		t.Fatal("kept an event with no call in flight")
 	}
