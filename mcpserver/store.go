@@ -179,7 +179,7 @@ func (s *Store) get(ctx context.Context, query string, args ...any) (Stored, err
 	return st, tx.Commit()
 }
 
-func scanStored(row *sql.Row) (Stored, error) {
+func scanStored(row interface{ Scan(...any) error }) (Stored, error) {
 	var st Stored
 	var at int64
 	var raw string
@@ -233,15 +233,9 @@ func (s *Store) List(ctx context.Context, account string) ([]Stored, error) {
 	defer rows.Close()
 	var out []Stored
 	for rows.Next() {
-		var st Stored
-		var at int64
-		var raw string
-		if err := rows.Scan(&st.ID, &at, &raw); err != nil {
+		st, err := scanStored(rows)
+		if err != nil {
 			return nil, err
-		}
-		st.ReceivedAt = time.UnixMilli(at)
-		if err := json.Unmarshal([]byte(raw), &st.Message); err != nil {
-			return nil, fmt.Errorf("message %s: %w", st.ID, err)
 		}
 		out = append(out, st)
 	}
