@@ -43,10 +43,10 @@ func HTTPHandler(servers map[string]*Server, tokens []Token, log *slog.Logger) h
 		if !strings.EqualFold(typ, "Bearer") || value == "" {
 			return 0, false
 		}
-		found, idx := 0, -1
+		found, idx, given := 0, -1, []byte(strings.TrimSpace(value))
 		for i, t := range tokens {
 			// Compare with every token, in constant time.
-			if subtle.ConstantTimeCompare(t.Value, []byte(strings.TrimSpace(value))) == 1 {
+			if subtle.ConstantTimeCompare(t.Value, given) == 1 {
 				found, idx = found+1, i
 			}
 		}
