@@ -147,14 +147,7 @@ func (s *Server) askerArrived(id string) <-chan struct{} {
 }
 
 // forgetTaskInput drops the input side of a task no longer followed.
-func (s *Server) forgetTaskInput(id string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if ti := s.inputs[id]; ti != nil {
-		ti.question = ""
-	}
-	s.dropTaskInputLocked(id)
-}
+func (s *Server) forgetTaskInput(id string) { s.setQuestion(id, "") }
 
 // rawElicit sends elicitation/create through send and waits for the
 // answer of owner's client (handed over by deliver). ctx is the
