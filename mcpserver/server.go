@@ -141,9 +141,6 @@ func New(ctx context.Context, acct *Account, store *Store, opts Options) (*Serve
 // MCP returns the go-sdk server, to run on a transport.
 func (s *Server) MCP() *mcp.Server { return s.mcp }
 
-// Account returns the account served.
-func (s *Server) Account() *Account { return s.acct }
-
 // requestScopes returns the scopes of the request's bearer token.
 func (s *Server) requestScopes(req mcp.Request) scope.Set {
 	if !s.opts.CheckScopes {
