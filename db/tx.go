@@ -42,7 +42,9 @@ func newTxn(tx *sql.Tx, now time.Time) *txn {
 // They are all listed here, in one place: the endpoint reads of disco#info
 // (endpoint.go, summary.go), the directory pages (directory.go), the
 // search pages (search.go: preparing one costs three to five times what
-// running it does) and the search index's generation (search_mem.go).
+// running it does), the search index's generation (search_mem.go), and the
+// caller's task reads of every task command, task-state and task-result
+// (task.go) and of every admission under a quota (quota.go).
 var hotReads = []string{
 	activeVersionQuery, activeSummaryQuery,
 	directoryCountAll, directoryCountScoped,
@@ -50,6 +52,7 @@ var hotReads = []string{
 	searchGramCounts, searchCountAll, searchCountSample, searchAscAll, searchDescAll,
 	searchCountScoped, searchAscScoped, searchDescScoped,
 	searchGenerationQuery,
+	sqlCallerTask, sqlCallerUsage,
 }
 
 // stmt returns query prepared for this transaction.
