@@ -66,13 +66,18 @@ func scanTask(sc interface{ Scan(...any) error }) (TaskRecord, error) {
 	return r, err
 }
 
-// CreateTask stores a new task.
+// CreateTask stores a new task, and deletes those past their retention.
 func (s *Store) CreateTask(ctx context.Context, r TaskRecord) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
+	// The tasks past their retention go here, on the one write that adds
+	// a task, so that the table holds no more than the live ones.
+	if _, err := tx.ExecContext(ctx, "DELETE FROM mcp_task WHERE retain_until < ?", s.Now().UnixMilli()); err != nil {
+		return fmt.Errorf("store task: %w", err)
+	}
 	if _, err := tx.ExecContext(ctx, "INSERT INTO mcp_task ("+taskColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)",
 		r.ID, r.Owner, r.Account, r.Endpoint, r.XMPPTaskID, r.RequestID, r.Version, r.Hash, r.Tool, r.Status, r.XMPPState, r.Revision,
 		r.Created.UnixMilli(), r.Updated.UnixMilli(), r.RetainUntil.UnixMilli(), r.TTL.Milliseconds()); err != nil {
@@ -102,25 +107,19 @@ func (s *Store) UpdateTask(ctx context.Context, id, status, xmppState string, re
 }
 
 // Task returns the task id of owner in account, unless it expired (past its
-// retention, when it is deleted).
+// retention). It only reads: CreateTask deletes the expired tasks, so that
+// tasks/get and the waits of tasks/result and tasks/cancel, which read
+// once a second, never write.
 func (s *Store) Task(ctx context.Context, account, owner, id string) (TaskRecord, error) {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return TaskRecord{}, err
-	}
-	defer tx.Rollback()
-	now := s.Now().UnixMilli()
-	if _, err := tx.ExecContext(ctx, "DELETE FROM mcp_task WHERE retain_until < ?", now); err != nil {
-		return TaskRecord{}, err
-	}
-	r, err := scanTask(tx.QueryRowContext(ctx, "SELECT "+taskColumns+" FROM mcp_task WHERE id = ? AND owner = ? AND account = ?", id, owner, account))
+	r, err := scanTask(s.db.QueryRowContext(ctx, "SELECT "+taskColumns+" FROM mcp_task WHERE id = ? AND owner = ? AND account = ? AND retain_until >= ?",
+		id, owner, account, s.Now().UnixMilli()))
 	if errors.Is(err, sql.ErrNoRows) {
 		return TaskRecord{}, ErrNoTask
 	}
 	if err != nil {
 		return TaskRecord{}, err
 	}
-	return r, tx.Commit()
+	return r, nil
 }
 
 // Tasks lists the tasks of owner in account, oldest first, at most max.

@@ -68,4 +68,17 @@ func TestTaskStore(t *testing.T) {
 	if _, err := s.Task(ctx, rec.Account, rec.Owner, rec.ID); !errors.Is(err, mcpserver.ErrNoTask) {
 		t.Fatalf("past retention: %v", err)
 	}
+	// The next task created deletes it: it is gone even as of before.
+	next := rec
+	next.ID, next.RetainUntil = rec.ID+"-next", now.Add(3*time.Hour)
+	if err := s.CreateTask(ctx, next); err != nil {
+		t.Fatal(err)
+	}
+	s.Now = func() time.Time { return now }
+	if _, err := s.Task(ctx, rec.Account, rec.Owner, rec.ID); !errors.Is(err, mcpserver.ErrNoTask) {
+		t.Fatalf("an expired task outlived the next creation: %v", err)
+	}
+	if _, err := s.Task(ctx, next.Account, next.Owner, next.ID); err != nil {
+		t.Fatalf("the new task: %v", err)
+	}
 }
