@@ -440,7 +440,7 @@ func (f File) Validate(dir, path string) (*Config, error) {
 		bad("component.server", "must be host:port")
 	default:
 		c.Server = comp.Server
-		loopback := loopbackHost(host)
+		loopback := LoopbackHost(host)
 		if !comp.TLS && !loopback && !comp.InsecurePlaintext {
 			bad("component.server", "%s is not a loopback address: set component.tls = true (direct TLS with certificate verification), or component.insecure_plaintext = true to send the secret in the clear", host)
 		}
