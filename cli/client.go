@@ -280,10 +280,10 @@ func (cmd *clientCmd) discover(ctx context.Context, target string, direct bool) 
 		return nil
 	}
 	for _, gl := range out {
-		cmd.printf("gateway %s (%s): %d visible endpoints\n", gl.Gateway, safeText(gl.Name, 100), gl.Count)
+		cmd.printf("gateway %s (%s): %d visible endpoints\n", gl.Gateway, agentclient.SafeText(gl.Name, 100), gl.Count)
 		tw := tabwriter.NewWriter(cmd.stdout, 0, 4, 2, ' ', 0)
 		for _, e := range gl.Endpoints {
-			fmt.Fprintf(tw, "  %s\t%s\n", e.JID, safeText(e.Name, 100))
+			fmt.Fprintf(tw, "  %s\t%s\n", e.JID, agentclient.SafeText(e.Name, 100))
 		}
 		tw.Flush()
 	}
@@ -310,15 +310,15 @@ func (cmd *clientCmd) describe(ctx context.Context, endpoint string) error {
 	if cmd.json {
 		return cmd.emit(d)
 	}
-	cmd.printf("endpoint %s (%s)\n", d.JID, safeText(d.Name, 100))
+	cmd.printf("endpoint %s (%s)\n", d.JID, agentclient.SafeText(d.Name, 100))
 	for _, k := range []string{"server_name", "server_title", "description", "version", "manifest_hash_algo", "manifest_hash_value", "cold_start_supported", "request_replay_seconds"} {
 		if v, ok := d.Info[k]; ok {
-			cmd.printf("  %-22s %s\n", k, safeText(v, 400))
+			cmd.printf("  %-22s %s\n", k, agentclient.SafeText(v, 400))
 		}
 	}
 	cmd.printf("  features:\n")
 	for _, f := range d.Features {
-		cmd.printf("    %s\n", safeText(f, 200))
+		cmd.printf("    %s\n", agentclient.SafeText(f, 200))
 	}
 	return nil
 }

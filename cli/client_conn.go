@@ -76,7 +76,7 @@ func (s *session) reconnect(ctx context.Context) error {
 			s.c = c
 			return nil
 		}
-		if !sleep(ctx, backoff) {
+		if !agentclient.Sleep(ctx, backoff) {
 			return ctx.Err()
 		}
 		backoff = min(2*backoff, agentclient.MaxRetryBackoff)
@@ -130,9 +130,3 @@ func (s *session) record(kind, raw string) {
 	defer s.traceMu.Unlock()
 	s.trace.Write(append(b, '\n'))
 }
-
-// sleep waits for d or until ctx ends; it reports whether d elapsed.
-func sleep(ctx context.Context, d time.Duration) bool { return agentclient.Sleep(ctx, d) }
-
-// safeText makes untrusted text fit for one line of a terminal.
-func safeText(s string, max int) string { return agentclient.SafeText(s, max) }

@@ -110,7 +110,7 @@ func resetTimer(t *time.Timer, d time.Duration) {
 // protocolError logs a lifecycle message that is ignored, with a bounded
 // diagnostic that never includes its payload ("Lifecycle Events").
 func (f *follower) protocolError(from, why string) {
-	fmt.Fprintf(f.cmd.stderr, "agentgw: ignored a task message from %s: %s\n", safeText(from, 200), why)
+	fmt.Fprintf(f.cmd.stderr, "agentgw: ignored a task message from %s: %s\n", agentclient.SafeText(from, 200), why)
 }
 
 // handle processes one incoming stanza and reports whether it advanced
@@ -184,9 +184,9 @@ func (f *follower) announceInput() {
 	}
 	f.announced[in.RequestID] = true
 	if !f.cmd.json {
-		f.cmd.printf("    answer schema: %s\n", safeText(string(in.Schema), 1000))
+		f.cmd.printf("    answer schema: %s\n", agentclient.SafeText(string(in.Schema), 1000))
 		if in.ExpiresAt != "" {
-			f.cmd.printf("    expires: %s\n", safeText(in.ExpiresAt, 64))
+			f.cmd.printf("    expires: %s\n", agentclient.SafeText(in.ExpiresAt, 64))
 		}
 		f.cmd.printf("    answer from any resource of this account with:\n      %s input %s %s %s 'JSON'\n",
 			f.cmd.hint, f.endpoint, f.taskID, in.RequestID)

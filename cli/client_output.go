@@ -126,7 +126,7 @@ func (cmd *clientCmd) printState(st task.TaskState) {
 		return
 	}
 	cmd.printf("task %s at %s: %s, revision %d\n", st.TaskID, st.Endpoint, st.State, st.Revision)
-	cmd.printf("  api version %s, manifest sha-256 %s\n", safeText(st.APIVersion, 64), base64.StdEncoding.EncodeToString(st.ManifestHash[:]))
+	cmd.printf("  api version %s, manifest sha-256 %s\n", agentclient.SafeText(st.APIVersion, 64), base64.StdEncoding.EncodeToString(st.ManifestHash[:]))
 	cmd.printf("  created %s, updated %s", formatTime(st.Created), formatTime(st.Updated))
 	if !st.Deadline.IsZero() {
 		cmd.printf(", deadline %s", formatTime(st.Deadline))
@@ -137,8 +137,8 @@ func (cmd *clientCmd) printState(st task.TaskState) {
 	}
 	if st.PendingInput != nil {
 		if in, err := agentclient.ParseInputRequest(st.PendingInput); err == nil {
-			cmd.printf("  pending input %s: %s\n", in.RequestID, safeText(in.Question, 400))
-			cmd.printf("  answer schema: %s\n", safeText(string(in.Schema), 400))
+			cmd.printf("  pending input %s: %s\n", in.RequestID, agentclient.SafeText(in.Question, 400))
+			cmd.printf("  answer schema: %s\n", agentclient.SafeText(string(in.Schema), 400))
 		}
 	}
 }
@@ -184,20 +184,20 @@ func (cmd *clientCmd) printResult(r task.TaskResult) {
 	for _, c := range p.Result.Content {
 		if c.Type == "text" {
 			for _, line := range strings.Split(c.Text, "\n") {
-				cmd.printf("  %s\n", safeText(line, 4096))
+				cmd.printf("  %s\n", agentclient.SafeText(line, 4096))
 			}
 		} else {
-			cmd.printf("  [%s content]\n", safeText(c.Type, 64))
+			cmd.printf("  [%s content]\n", agentclient.SafeText(c.Type, 64))
 		}
 	}
 	if len(p.Result.Structured) > 0 {
 		var compact bytes.Buffer
 		if json.Compact(&compact, p.Result.Structured) == nil {
-			cmd.printf("  structuredContent: %s\n", safeText(compact.String(), 4096))
+			cmd.printf("  structuredContent: %s\n", agentclient.SafeText(compact.String(), 4096))
 		}
 	}
 	if p.Summary != "" {
-		cmd.printf("  summary: %s\n", safeText(p.Summary, 4096))
+		cmd.printf("  summary: %s\n", agentclient.SafeText(p.Summary, 4096))
 	}
 }
 
@@ -227,24 +227,24 @@ func eventSummary(typ task.EventType, payload []byte) string {
 			s += " " + strconv.FormatFloat(math.Round(*p.Percent*10)/10, 'f', -1, 64) + "%"
 		}
 		if p.Stage != "" {
-			s += " [" + safeText(p.Stage, 256) + "]"
+			s += " [" + agentclient.SafeText(p.Stage, 256) + "]"
 		}
 		if p.Message != "" {
-			s += " " + safeText(p.Message, 400)
+			s += " " + agentclient.SafeText(p.Message, 400)
 		}
 		parts = append(parts, s)
 	case task.EventInputRequired:
-		parts = append(parts, "input required ("+p.RequestID+"): "+safeText(p.Question, 400))
+		parts = append(parts, "input required ("+p.RequestID+"): "+agentclient.SafeText(p.Question, 400))
 	case task.EventCompleted:
 		s := "completed"
 		if p.Summary != "" {
-			s += ": " + safeText(p.Summary, 400)
+			s += ": " + agentclient.SafeText(p.Summary, 400)
 		}
 		parts = append(parts, s)
 	case task.EventFailed:
 		s := "failed"
 		if p.Error != nil {
-			s += ": " + safeText(p.Error.Code, 128) + ": " + safeText(p.Error.Message, 400)
+			s += ": " + agentclient.SafeText(p.Error.Code, 128) + ": " + agentclient.SafeText(p.Error.Message, 400)
 			if p.Error.Retryable {
 				s += " (retryable)"
 			}
@@ -253,7 +253,7 @@ func eventSummary(typ task.EventType, payload []byte) string {
 	case task.EventCancelled:
 		s := "cancelled"
 		if p.Reason != "" {
-			s += ": " + safeText(p.Reason, 400)
+			s += ": " + agentclient.SafeText(p.Reason, 400)
 		}
 		parts = append(parts, s)
 	}

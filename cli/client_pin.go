@@ -112,20 +112,20 @@ func (cmd *clientCmd) tools(ctx context.Context, endpointArgument string) error 
 	if cmd.json {
 		return cmd.emit(out)
 	}
-	cmd.printf("%s version %s (sha-256 %s): %d tools\n", out.Endpoint, safeText(out.Version, 64), out.Hash, len(out.Tools))
+	cmd.printf("%s version %s (sha-256 %s): %d tools\n", out.Endpoint, agentclient.SafeText(out.Version, 64), out.Hash, len(out.Tools))
 	for _, t := range out.Tools {
-		cmd.printf("  %s", safeText(t.Name, 100))
+		cmd.printf("  %s", agentclient.SafeText(t.Name, 100))
 		if t.Title != "" {
-			cmd.printf(" (%s)", safeText(t.Title, 100))
+			cmd.printf(" (%s)", agentclient.SafeText(t.Title, 100))
 		}
 		cmd.printf("\n")
 		if t.Description != "" {
-			cmd.printf("    %s\n", safeText(t.Description, 400))
+			cmd.printf("    %s\n", agentclient.SafeText(t.Description, 400))
 		}
 		if len(t.Features) > 0 {
-			cmd.printf("    features: %s\n", safeText(fmt.Sprint(t.Features), 400))
+			cmd.printf("    features: %s\n", agentclient.SafeText(fmt.Sprint(t.Features), 400))
 		}
-		cmd.printf("    input: %s\n", safeText(string(t.InputSchema), 400))
+		cmd.printf("    input: %s\n", agentclient.SafeText(string(t.InputSchema), 400))
 	}
 	return nil
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"text/tabwriter"
 
+	"agentgw/agentclient"
+
 	"mellium.im/xmpp/jid"
 )
 
@@ -72,7 +74,7 @@ func (cmd *clientCmd) search(ctx context.Context, gateway, text string) error {
 	cmd.printf("%d endpoints match at %s\n", out.Count, gateway)
 	tw := tabwriter.NewWriter(cmd.stdout, 0, 4, 2, ' ', 0)
 	for _, it := range out.Items {
-		fmt.Fprintf(tw, "  %s\t%s\n", safeText(it.JID, 200), safeText(it.Name, 100))
+		fmt.Fprintf(tw, "  %s\t%s\n", agentclient.SafeText(it.JID, 200), agentclient.SafeText(it.Name, 100))
 	}
 	return tw.Flush()
 }

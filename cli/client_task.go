@@ -141,7 +141,7 @@ func (cmd *clientCmd) call(ctx context.Context, o callOptions) error {
 	if cmd.json {
 		cmd.emit(req)
 	} else {
-		cmd.printf("calling %s %s (version %s, sha-256 %s, pinned: %s)\n", o.endpoint, safeText(o.tool, 100), safeText(p.Version, 64), p.HashB64(), p.Source)
+		cmd.printf("calling %s %s (version %s, sha-256 %s, pinned: %s)\n", o.endpoint, agentclient.SafeText(o.tool, 100), agentclient.SafeText(p.Version, 64), p.HashB64(), p.Source)
 		cmd.printf("request %s", reqID)
 		if req.Deadline != "" {
 			cmd.printf(", deadline %s", req.Deadline)
@@ -182,7 +182,7 @@ func outcome(r task.TaskResult) error {
 		return fmt.Errorf("task %s was cancelled", r.TaskID)
 	}
 	f := agentclient.FailureOf(r.Payload)
-	return fmt.Errorf("task %s failed: %s: %s", r.TaskID, safeText(f.Code, 128), safeText(f.Message, 400))
+	return fmt.Errorf("task %s failed: %s: %s", r.TaskID, agentclient.SafeText(f.Code, 128), agentclient.SafeText(f.Message, 400))
 }
 
 func (cmd *clientCmd) stateCmd(ctx context.Context, endpoint jid.JID, taskID string) error {

@@ -205,40 +205,38 @@ func endpoint(ctx context.Context, sub string, args []string, stdout, stderr io.
 	return nil
 }
 
-// register registers one manifest file (and activates it), writing a line
-// to created when a new version was stored, and the historic per-file lines
-// to stdout.
-func register(ctx context.Context, cfg *config.Config, store *db.Store, file string, activate bool, created, stdout io.Writer) error {
+// register registers one manifest file (and activates it), writing the
+// historic per-file lines to stdout; isNew reports that a new version was
+// stored.
+func register(ctx context.Context, cfg *config.Config, store *db.Store, file string, activate bool, stdout io.Writer) (isNew bool, err error) {
 	m, err := readManifest(file, cfg)
 	if err != nil {
-		return err
+		return false, err
 	}
 	// What is stored must be servable over XMPP, as for <register/>.
 	if err := api.CheckServable(m); err != nil {
-		return fmt.Errorf("%s: %w", file, err)
+		return false, fmt.Errorf("%s: %w", file, err)
 	}
 	v := db.Version{
 		JID: m.JID, Version: m.Version, Hash: m.Hash, Canonical: m.Canonical,
 		Name: m.Name, Title: m.Title, Description: m.Description,
 	}
-	isNew, err := store.RegisterVersion(ctx, v, "admin")
+	isNew, err = store.RegisterVersion(ctx, v, "admin")
 	if err != nil {
-		return storeError(err, m.JID, m.Version)
+		return false, storeError(err, m.JID, m.Version)
 	}
 	word := "registered"
-	if isNew {
-		fmt.Fprintln(created, m.JID, m.Version)
-	} else {
+	if !isNew {
 		word = "unchanged"
 	}
 	fmt.Fprintf(stdout, "%s %s %s sha-256 %s\n", word, m.JID, m.Version, m.HashBase64())
 	if activate {
 		if err := store.Activate(ctx, m.JID, m.Version, &m.Hash); err != nil {
-			return storeError(err, m.JID, m.Version)
+			return isNew, storeError(err, m.JID, m.Version)
 		}
 		fmt.Fprintf(stdout, "activated %s %s\n", m.JID, m.Version)
 	}
-	return nil
+	return isNew, nil
 }
 
 // printStatus prints an endpoint: "*" marks the active version and "r" a

@@ -101,7 +101,7 @@ func initDir(ctx context.Context, args []string, stdout io.Writer) (err error) {
 		return err
 	}
 	created = append(created, paths[1])
-	tls := !isLoopbackHost(host)
+	tls := !config.LoopbackHost(host)
 	if err := writeNew(paths[0], []byte(starterConfig(d.Domainpart(), *server, tls)), 0o640); err != nil {
 		return err
 	}
@@ -149,14 +149,6 @@ func writeNew(path string, data []byte, perm os.FileMode) error {
 	return nil
 }
 
-func isLoopbackHost(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
 // Section headers of init's output; tests find the snippets by them.
 const (
 	prosodyHeader  = "== Prosody"
@@ -177,13 +169,13 @@ func printServerSnippets(w io.Writer, domain, host, port, secretFile string) {
 	fmt.Fprintln(w, "-- Nagle off: Prosody writes a large stanza to a client in two parts, and with")
 	fmt.Fprintln(w, "-- Nagle on the second waits ~40 ms for the client's delayed ACK (docs/deploy.md).")
 	fmt.Fprintln(w, "network_settings = { nagle = false }")
-	if port != defaultComponentPort || !isLoopbackHost(host) {
+	if port != defaultComponentPort || !config.LoopbackHost(host) {
 		fmt.Fprintf(w, "component_ports = { %s }\n", port)
 		iface := host
-		if net.ParseIP(host) == nil && !isLoopbackHost(host) {
+		if net.ParseIP(host) == nil && !config.LoopbackHost(host) {
 			iface = "*" // a name: Prosody listens on addresses
 		}
-		if !isLoopbackHost(host) {
+		if !config.LoopbackHost(host) {
 			fmt.Fprintln(w, "-- agentgw connects from another machine: listen where it can reach, and")
 			fmt.Fprintln(w, "-- firewall the port to agentgw's address (see docs/deploy.md).")
 		}

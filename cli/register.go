@@ -40,7 +40,8 @@ func (e errRefused) Error() string {
 func registerAll(ctx context.Context, cfg *config.Config, store *db.Store, args []string, activate bool, stdout, stderr io.Writer) error {
 	files, outcomes := expandManifests(args)
 	if len(args) == 1 && len(files) == 1 && files[0] == args[0] {
-		return register(ctx, cfg, store, files[0], activate, io.Discard, stdout)
+		_, err := register(ctx, cfg, store, files[0], activate, stdout)
+		return err
 	}
 	progress := writerIsTerminal(stderr)
 	total := len(files) + len(outcomes)
@@ -51,8 +52,7 @@ func registerAll(ctx context.Context, cfg *config.Config, store *db.Store, args 
 		if progress {
 			fmt.Fprintf(stderr, "\r\033[K[%d/%d] %s", i+1, len(files), f)
 		}
-		var created bool
-		err := register(ctx, cfg, store, f, activate, &registeredFlag{&created}, io.Discard)
+		created, err := register(ctx, cfg, store, f, activate, io.Discard)
 		outcomes = append(outcomes, registerOutcome{file: f, registered: created, err: err})
 	}
 	if progress {
@@ -82,14 +82,6 @@ func registerAll(ctx context.Context, cfg *config.Config, store *db.Store, args 
 		return errRefused{len(refused), total}
 	}
 	return nil
-}
-
-// registeredFlag receives register's notice of a new version.
-type registeredFlag struct{ created *bool }
-
-func (r *registeredFlag) Write(p []byte) (int, error) {
-	*r.created = true
-	return len(p), nil
 }
 
 // expandManifests turns arguments into manifest files: a file as given, a

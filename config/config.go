@@ -440,7 +440,7 @@ func (f File) Validate(dir, path string) (*Config, error) {
 		bad("component.server", "must be host:port")
 	default:
 		c.Server = comp.Server
-		loopback := isLoopback(host)
+		loopback := LoopbackHost(host)
 		if !comp.TLS && !loopback && !comp.InsecurePlaintext {
 			bad("component.server", "%s is not a loopback address: set component.tls = true (direct TLS with certificate verification), or component.insecure_plaintext = true to send the secret in the clear", host)
 		}
@@ -880,14 +880,6 @@ func resolve(dir, p string) string {
 		return p
 	}
 	return filepath.Join(dir, p)
-}
-
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // String describes the file for logs without the secret.

@@ -219,7 +219,7 @@ func mcpURL(key, raw string, insecure bool, bad func(key, format string, args ..
 		bad(k, "must not hold userinfo: put credentials in header_files")
 	case u.Host == "":
 		bad(k, "has no host")
-	case u.Scheme == "http" && !insecure && !loopbackHost(u.Hostname()):
+	case u.Scheme == "http" && !insecure && !LoopbackHost(u.Hostname()):
 		bad(k, "plain http to a host that is not loopback would send its headers in the clear: use https, or set insecure = true")
 	default:
 		return raw
@@ -227,8 +227,8 @@ func mcpURL(key, raw string, insecure bool, bad func(key, format string, args ..
 	return ""
 }
 
-// loopbackHost reports whether host is localhost or a loopback address.
-func loopbackHost(host string) bool {
+// LoopbackHost reports whether host is localhost or a loopback address.
+func LoopbackHost(host string) bool {
 	if strings.EqualFold(host, "localhost") {
 		return true
 	}

@@ -174,7 +174,7 @@ func ParseItemsResult(q Element) (ItemsResult, error) {
 			it.Name, _ = c.AttrValue("name")
 			r.Items = append(r.Items, it)
 		case xml.Name{Space: NSRSM, Local: "set"}:
-			set, err := ParseRSMResult(c)
+			set, err := parseRSMResult(c, false)
 			if err != nil {
 				return r, err
 			}
@@ -184,14 +184,12 @@ func ParseItemsResult(q Element) (ItemsResult, error) {
 	return r, nil
 }
 
-// ParseRSMResult reads a response <set/>, skipping elements of other
-// namespaces; of a repeated element the last wins.
-func ParseRSMResult(set Element) (RSMResult, error) { return parseRSMResult(set, false) }
-
 // ParseRSMResultStrict reads a response <set/> that holds only RSM
 // elements, each at most once: anything else is an ErrBadRSM.
 func ParseRSMResultStrict(set Element) (RSMResult, error) { return parseRSMResult(set, true) }
 
+// parseRSMResult reads a response <set/>; unless strict, it skips elements
+// of other namespaces, and of a repeated element the last wins.
 func parseRSMResult(set Element, strict bool) (RSMResult, error) {
 	var r RSMResult
 	var seen []string

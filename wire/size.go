@@ -7,7 +7,7 @@ import (
 )
 
 // MaxStanzaBytes bounds the wire size of every stanza the gateway sends,
-// measured after XML escaping (see StanzaSize). It fits under the stanza
+// measured after XML escaping (see BufferStanza). It fits under the stanza
 // size limits of the servers' defaults, with room for what a server adds
 // when it routes a stanza on (a namespace declaration, a <delay/>):
 //
@@ -111,24 +111,6 @@ func BufferStanza(r xml.TokenReader, max int) (Tokens, int, error) {
 		}
 		if err != nil {
 			return nil, size, err
-		}
-	}
-}
-
-// StanzaSize is the wire size of a token stream, as BufferStanza measures
-// it, read to its end.
-func StanzaSize(r xml.TokenReader) (int, error) {
-	size := 0
-	for {
-		tok, err := r.Token()
-		if tok != nil {
-			size += TokenSize(tok)
-		}
-		if err == io.EOF {
-			return size, nil
-		}
-		if err != nil {
-			return size, err
 		}
 	}
 }
