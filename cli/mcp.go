@@ -117,9 +117,7 @@ func mcpHTTPAllowed(addr string, m *config.MCPServer) error {
 	if err != nil {
 		return fmt.Errorf("%w: mcp: -http %q must be host:port", errUsage, addr)
 	}
-	ip := net.ParseIP(host)
-	loopback := host == "localhost" || ip != nil && ip.IsLoopback()
-	if !loopback && m.TLSCert == "" {
+	if !config.LoopbackHost(host) && m.TLSCert == "" {
 		return fmt.Errorf("mcp.tls_cert: -http %s is not a loopback address: set mcp.tls_cert and mcp.tls_key (plain HTTP is allowed only on loopback)", addr)
 	}
 	return nil
