@@ -23,9 +23,12 @@ import (
 
 // session is one component stream.
 type session struct {
-	g      *Gateway
-	sess   *xmpp.Session
-	ctx    context.Context
+	g    *Gateway
+	sess *xmpp.Session
+	ctx  context.Context
+	// memCtx is ctx under db.MemoryOnly, for the fast path (fastpath.go),
+	// made once per stream rather than once per stanza.
+	memCtx context.Context
 	conn   net.Conn
 	lastNS atomic.Int64
 	// broken is closed, with brokenErr set, once a write has failed
