@@ -5,7 +5,6 @@ import (
 	"encoding/xml"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"sort"
 	"sync"
@@ -24,9 +23,12 @@ import (
 
 // session is one component stream.
 type session struct {
-	g      *Gateway
-	sess   *xmpp.Session
-	ctx    context.Context
+	g    *Gateway
+	sess *xmpp.Session
+	ctx  context.Context
+	// memCtx is ctx under db.MemoryOnly, for the fast path (fastpath.go),
+	// made once per stream rather than once per stanza.
+	memCtx context.Context
 	conn   net.Conn
 	lastNS atomic.Int64
 	// broken is closed, with brokenErr set, once a write has failed
@@ -336,8 +338,9 @@ func (s *session) send(r xml.TokenReader) {
 // every later Send on this session would fail too, while the read loop and
 // its inbound traffic would keep the keepalive from ever noticing.
 // Dropping the connection ends Serve, fails every pending IQ and starts a
-// reconnect. The one error that is ours is a payload reader that fails
-// before anything was written: the stream is intact.
+// reconnect. The errors that are ours come from measuring, before anything
+// is written (a stanza too large, a payload reader that fails): the stream
+// is intact.
 //
 // Stalled writes are bounded by the connection's per-write deadline
 // (traceConn), not by a context: mellium arms a goroutine per Send that, if
@@ -355,24 +358,27 @@ func (s *session) write(r xml.TokenReader) error {
 		return ErrStreamLost
 	default:
 	}
+	// One stanza at a time from its measuring on: measuring reads the
+	// payload to its end, which runs an afterRead's callback (the dispatch
+	// of an admitted task, route_task.go), so no stanza sent because of it
+	// can overtake it.
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
 	// Bounded to wire.MaxStanzaBytes after escaping (wiresize.go): a
 	// stanza over it is not sent at all, and the stream is intact.
 	r, err := boundStanza(r)
 	if err != nil {
 		return err
 	}
-	// The measured stanza is encoded once, by mellium, into the stream's
-	// stanza buffer and leaves in one write (sendWhole).
-	cr := &countingReader{r: r}
-	err = s.sendWhole(cr)
+	// The measured stanza, a replay that cannot fail, is encoded once, by
+	// mellium, into the stream's stanza buffer and leaves in one write
+	// (sendWhole).
+	err = s.sendWhole(r)
 	if err == nil {
 		return nil
 	}
 	if s.ctx.Err() != nil {
 		return ErrStreamLost
-	}
-	if cr.err != nil && cr.n == 0 {
-		return err
 	}
 	s.fail(err)
 	return err
@@ -390,25 +396,6 @@ func (s *session) fail(err error) {
 		s.g.setConnected(false)
 		s.conn.Close()
 	})
-}
-
-// countingReader counts the tokens it hands out and keeps its reader's
-// error, so that write can tell a failing payload from a failing stream.
-type countingReader struct {
-	r   xml.TokenReader
-	n   int
-	err error
-}
-
-func (c *countingReader) Token() (xml.Token, error) {
-	tok, err := c.r.Token()
-	if err != nil && err != io.EOF {
-		c.err = err
-	}
-	if tok != nil {
-		c.n++
-	}
-	return tok, err
 }
 
 func sortStrings(s []string) { sort.Strings(s) }

@@ -56,7 +56,7 @@ func (s *session) answerFromMemory(req *Request) (answered bool) {
 		}
 	}()
 	start := time.Now()
-	payload, err := s.g.route(db.MemoryOnly(s.ctx), req)
+	payload, err := s.g.route(s.memCtx, req)
 	if errors.Is(err, db.ErrWouldBlock) {
 		return false
 	}

@@ -155,7 +155,7 @@ func endpointDiscoInfo(g *Gateway, ctx context.Context, req *Request) (xml.Token
 		}
 		return endpointNodeInfo(g, ctx, req, node)
 	}
-	v, err := g.dir.EndpointSummary(ctx, g.Policy(), req.From, req.To)
+	v, err := g.dir.EndpointSummary(ctx, req.Policy, req.From, req.To)
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"time"
 
+	"agentgw/db"
 	"agentgw/metrics"
 	"agentgw/ping"
 
@@ -92,6 +93,7 @@ func (g *Gateway) serve(ctx context.Context, sess *xmpp.Session, conn net.Conn) 
 	s := &session{g: g, sess: sess, ctx: sctx, conn: conn, broken: make(chan struct{}),
 		quickQ: make(chan func(), quickReplies), jobs: make(chan *Request)}
 	s.out, _ = conn.(*traceConn)
+	s.memCtx = db.MemoryOnly(sctx)
 	s.touch()
 	go s.quickSender()
 	for range warmWorkers {
