@@ -27,6 +27,9 @@ import (
 // run of CI. The longer run is in docs/fuzzing.md.
 var modelSteps = flag.Int("model.steps", 0, "steps of the exact-version model tests (0: the bounded CI run)")
 
+// modelSeed replays a logged run of the model tests (0: a new seed).
+var modelSeed = flag.Uint64("model.seed", 0, "seed of the model tests (0: a new one, logged)")
+
 // modelBound is how long a write made through another Store may take to
 // reach the serving Store's memory (db.MemRecheck, 250 ms), with room for
 // a loaded machine.
@@ -56,8 +59,6 @@ func modelManifest(t testing.TB, j string, v int) *manifest.Manifest {
 	}
 	return m
 }
-
-func modelVersion(v int) string { return fmt.Sprintf("mcp-%d", v) }
 
 // modelWorld holds the three handles on one file: serving (the gateway's
 // Store, answering from memory), writer (another process: the CLI, a
@@ -365,7 +366,10 @@ func TestModelExactVersion(t *testing.T) {
 	if steps == 0 {
 		steps = 40
 	}
-	seed := uint64(time.Now().UnixNano())
+	seed := *modelSeed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
 	t.Logf("seed %d (steps %d)", seed, steps)
 	w := newModelWorld(t, seed)
 	last := "nothing"

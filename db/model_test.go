@@ -18,6 +18,9 @@ import (
 // of CI. The longer run is in docs/fuzzing.md.
 var modelSteps = flag.Int("model.steps", 0, "steps of the model test (0: the bounded CI run)")
 
+// modelSeed replays a logged run of the model tests (0: a new seed).
+var modelSeed = flag.Uint64("model.seed", 0, "seed of the model tests (0: a new one, logged)")
+
 // TestModelHotReads interleaves activations, registrations, imports,
 // deactivations and removals made through a separate Store (the CLI's
 // handle on the file), and now and then through the serving Store itself
@@ -32,7 +35,10 @@ func TestModelHotReads(t *testing.T) {
 	if steps == 0 {
 		steps = 60
 	}
-	seed := uint64(time.Now().UnixNano())
+	seed := *modelSeed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
 	t.Logf("seed %d (steps %d)", seed, steps)
 	rnd := rand.New(rand.NewPCG(seed, 25))
 	ctx := context.Background()
