@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +24,8 @@ import (
 // and the active version is the new one within the documented bound.
 func TestExactVersionAfterSync(t *testing.T) {
 	need(t)
+	// Its own endpoint: TestMCP's fixture must not find these versions.
+	const ep = "exact-fixture@" + harness.ComponentDomain
 	fixture := filepath.Join(suite.dir, "exact-version-tools")
 	if err := os.WriteFile(fixture, []byte("plain\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -37,7 +40,7 @@ jid = %[1]q
 runtime = "mcp"
 command = [%[2]q]
 env = ["%[3]s=%[4]s"]
-`, fixtureEndpoint, exe, mcpFixtureEnv, fixture)); err != nil {
+`, ep, exe, mcpFixtureEnv, fixture)); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -49,24 +52,24 @@ env = ["%[3]s=%[4]s"]
 		if _, err := restartGateway(ctx); err != nil {
 			t.Errorf("restart: %v", err)
 		}
-		endpointCLI(t, "deactivate", fixtureEndpoint)
+		endpointCLI(t, "deactivate", ep)
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	if _, err := restartGateway(ctx); err != nil {
 		t.Fatalf("restart with the mcp endpoint: %v", err)
 	}
-	imported := `msg="mcp: tools imported" endpoint=` + fixtureEndpoint + " "
+	imported := `msg="mcp: tools imported" endpoint=` + ep + " "
 	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(suite.gateway.logText(), imported); {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s was not imported at start:\n%s", fixtureEndpoint, tail(suite.gateway.logText(), 30))
+			t.Fatalf("%s was not imported at start:\n%s", ep, tail(suite.gateway.logText(), 30))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 
 	alice := login(t, "alice", harness.HomeDomain)
-	first, _, _ := servedManifest(t, alice, fixtureEndpoint)
-	el, raw := iq(t, alice, "get", fixtureEndpoint, `<manifest-request xmlns='urn:xmpp:agent-api:0'/>`)
+	first, _, _ := servedManifest(t, alice, ep)
+	el, raw := iq(t, alice, "get", ep, `<manifest-request xmlns='urn:xmpp:agent-api:0'/>`)
 	old, err := api.ParseManifest(apiResult(t, el, raw))
 	if err != nil || old.Version != first {
 		t.Fatalf("active manifest: %v %+v", err, old)
@@ -76,9 +79,16 @@ env = ["%[3]s=%[4]s"]
 	if err := os.WriteFile(fixture, []byte("crashable\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	word, changed, _, out := endpointSync(t, fixtureEndpoint)
+	ctx, cancel = context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	out, err := agentgw(ctx, "endpoint", "sync", "-config", suite.config, ep)
+	m := regexp.MustCompile(`^(registered|imported|unchanged) ` + regexp.QuoteMeta(ep) + ` (mcp-[0-9a-f]{12}) `).FindStringSubmatch(out)
+	if err != nil || m == nil {
+		t.Fatalf("endpoint sync %s: %v\n%s", ep, err, out)
+	}
+	word, changed := m[1], m[2]
 	synced := time.Now()
-	if word != "registered" || changed == old.Version || !strings.Contains(out, "activated "+fixtureEndpoint+" "+changed+"\n") {
+	if word != "registered" || changed == old.Version || !strings.Contains(out, "activated "+ep+" "+changed+"\n") {
 		t.Fatalf("sync of a changed list:\n%s", out)
 	}
 
@@ -97,19 +107,19 @@ env = ["%[3]s=%[4]s"]
 		for _, x := range exact {
 			switch {
 			case x.what == "manifest":
-				el, raw := iq(t, alice, "get", fixtureEndpoint, x.payload)
+				el, raw := iq(t, alice, "get", ep, x.payload)
 				m, err := api.ParseManifest(apiResult(t, el, raw))
 				if err != nil || m.Version != old.Version || m.Hash != old.Hash || m.JSON != old.JSON {
 					t.Fatalf("try %d, %v after the sync: manifest-request version=%s answered %s (%v)", try, time.Since(synced), old.Version, m.Version, err)
 				}
 			case x.what == "schema":
-				el, raw := iq(t, alice, "get", fixtureEndpoint, x.payload)
+				el, raw := iq(t, alice, "get", ep, x.payload)
 				s, err := api.ParseSchema(apiResult(t, el, raw))
 				if err != nil || s.Version != old.Version || s.ManifestHash != old.Hash {
 					t.Fatalf("try %d: schema-request version=%s answered %+v (%v)", try, old.Version, s, err)
 				}
 			default:
-				el, raw := iq(t, alice, "get", fixtureEndpoint, `<query xmlns='http://jabber.org/protocol/disco#info' node='`+x.node+`'/>`)
+				el, raw := iq(t, alice, "get", ep, `<query xmlns='http://jabber.org/protocol/disco#info' node='`+x.node+`'/>`)
 				if attr(el, "type") != "result" {
 					t.Fatalf("try %d: %s %s: %s", try, x.what, x.node, raw)
 				}
@@ -121,7 +131,7 @@ env = ["%[3]s=%[4]s"]
 			}
 		}
 		if servedNew == 0 {
-			el, _ := iq(t, alice, "get", fixtureEndpoint, discoInfo)
+			el, _ := iq(t, alice, "get", ep, discoInfo)
 			if formValues(t, el)["version"] == changed {
 				servedNew = time.Since(synced)
 			}
