@@ -220,8 +220,9 @@ func (s *Store) ActiveVersion(ctx context.Context, jid string) (Version, error) 
 	return v, nil
 }
 
-// activeVersionQuery is ActiveVersion's query; it runs for every endpoint
-// disco#info, so it is one of the hot reads prepared once (hotReads).
+// activeVersionQuery is ActiveVersion's query. No answer reads it: they
+// take the version from the summary and its bytes by exact key
+// (versionQuery), so that version and bytes come from one decision.
 const activeVersionQuery = `SELECT m.endpoint_jid, m.version, m.hash, m.canonical,
 		m.name, m.title, m.description, m.created_at
 	FROM active_endpoint AS a

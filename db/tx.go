@@ -46,7 +46,7 @@ func newTxn(tx *sql.Tx, now time.Time) *txn {
 // caller's task reads of every task command, task-state and task-result
 // (task.go) and of every admission under a quota (quota.go).
 var hotReads = []string{
-	activeVersionQuery, activeSummaryQuery, versionQuery,
+	activeSummaryQuery, versionQuery,
 	directoryCountAll, directoryCountScoped,
 	directoryAscAll, directoryDescAll, directoryAscScoped, directoryDescScoped,
 	searchGramCounts, searchCountAll, searchCountSample, searchAscAll, searchDescAll,
