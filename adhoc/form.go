@@ -20,6 +20,7 @@ const (
 	FieldBoolean    = "boolean"
 	FieldFixed      = "fixed"
 	FieldHidden     = "hidden"
+	FieldJIDMulti   = "jid-multi"
 	FieldJIDSingle  = "jid-single"
 	FieldListMulti  = "list-multi"
 	FieldListSingle = "list-single"

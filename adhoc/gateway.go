@@ -41,6 +41,21 @@ const (
 	varQuery   = "query"
 	varJID     = "jid"
 	varVersion = "version"
+	// varLayout is Find agents' hidden field: a client that renders an
+	// XEP-0004 table (reported and item) submits LayoutTable to get one.
+	varLayout = "layout"
+)
+
+// The layouts of Find agents' results (docs/adhoc.md, "Find agents"). A
+// client submits the form's hidden fields as they came, so a stock
+// client gets LayoutFields: a jid-multi field of the page's endpoints and
+// one fixed line per match, which every client we tried draws. The
+// reported/item table is sent only to a client that asks for it, since
+// Gajim 1.7 cannot show one in a command result (it stays on
+// "Executing…").
+const (
+	LayoutFields = "fields"
+	LayoutTable  = "table"
 )
 
 // DefaultPageSize is the page of "Find agents" and of the admins' list
@@ -189,9 +204,11 @@ func value(f Form, v string) string {
 func (x *gwExchange) find(ctx context.Context) (Command, error) {
 	form := &Form{Type: FormForm, Title: "Find agents",
 		Instructions: []string{"Enter a name or a word of it; leave it empty to list every agent you may see."},
-		Fields:       []Field{{Var: varQuery, Type: FieldTextSingle, Label: "Name or keyword"}}}
+		Fields: []Field{{Var: varQuery, Type: FieldTextSingle, Label: "Name or keyword"},
+			{Var: varLayout, Type: FieldHidden, Values: []string{LayoutFields}}}}
 	if f, ok := x.submitted(); ok {
 		x.sess.query, x.sess.index, x.sess.searched = value(f, varQuery), 0, true
+		x.sess.table = value(f, varLayout) == LayoutTable
 		return x.page(ctx, "Agents")
 	}
 	if !x.sess.searched {
@@ -226,7 +243,7 @@ func (x *gwExchange) page(ctx context.Context, title string) (Command, error) {
 	size := x.s.pageSize()
 	idx := x.sess.index
 	f := &Form{Type: FormResult, Title: title}
-	var count int
+	var count, shown int
 	if x.cmd.Node == NodeFind {
 		scope := x.r.Policy.VisibleScope(x.r.From)
 		res, err := x.s.Store.Search(ctx, db.Scope{All: scope.All, JIDs: scope.JIDs}, x.sess.query, db.Page{Max: size, Index: &idx})
@@ -234,10 +251,15 @@ func (x *gwExchange) page(ctx context.Context, title string) (Command, error) {
 			return Command{}, err
 		}
 		count = res.Count
-		f.Reported = []Field{{Var: "jid", Type: FieldJIDSingle, Label: "Jabber ID"}, {Var: "name", Type: FieldTextSingle, Label: "Name"}}
-		for _, it := range res.Items {
-			f.Items = append(f.Items, []Field{{Var: "jid", Values: []string{it.JID}}, {Var: "name", Values: []string{it.Name}}})
+		if x.sess.table {
+			f.Reported = []Field{{Var: "jid", Type: FieldJIDSingle, Label: "Jabber ID"}, {Var: "name", Type: FieldTextSingle, Label: "Name"}}
+			for _, it := range res.Items {
+				f.Items = append(f.Items, []Field{{Var: "jid", Values: []string{it.JID}}, {Var: "name", Values: []string{it.Name}}})
+			}
+		} else {
+			f.Fields = foundFields(res.Items)
 		}
+		shown = len(res.Items)
 	} else {
 		all, err := x.s.Store.Endpoints(ctx)
 		if err != nil {
@@ -255,8 +277,13 @@ func (x *gwExchange) page(ctx context.Context, title string) (Command, error) {
 			f.Items = append(f.Items, []Field{{Var: "jid", Values: []string{e.JID}}, {Var: "active", Values: []string{active}},
 				{Var: "origin", Values: []string{e.Origin}}, {Var: "versions", Values: []string{fmt.Sprint(len(e.Versions))}}})
 		}
+		shown = len(f.Items)
 	}
-	shown := len(f.Items)
+	if shown == 0 {
+		// Nothing to show: the note alone, with no empty form for a
+		// client to trip on.
+		f = nil
+	}
 	var note Note
 	switch {
 	case count == 0:
@@ -275,6 +302,23 @@ func (x *gwExchange) page(ctx context.Context, title string) (Command, error) {
 		acts.Execute = ActionNext
 	}
 	return x.reply(StatusExecuting, acts, f, note), nil
+}
+
+// foundFields is a page of Find agents as plain fields: a jid-multi of
+// the endpoints, for clients that offer to open or add a JID, then one
+// fixed line per match with its name.
+func foundFields(items []db.Item) []Field {
+	jids := Field{Var: varJID, Type: FieldJIDMulti, Label: "Agents"}
+	lines := make([]Field, 0, len(items))
+	for _, it := range items {
+		jids.Values = append(jids.Values, it.JID)
+		line := it.JID
+		if it.Name != "" && it.Name != it.JID {
+			line = it.Name + " (" + it.JID + ")"
+		}
+		lines = append(lines, Field{Type: FieldFixed, Values: []string{line}})
+	}
+	return append([]Field{jids}, lines...)
 }
 
 // endpointForm asks for an endpoint's JID, and a version when withVersion.

@@ -27,7 +27,10 @@ type gwSession struct {
 	query    string
 	index    int
 	searched bool
-	touched  time.Time
+	// table is a Find agents session whose client asked for the
+	// reported/item table (layout=table).
+	table   bool
+	touched time.Time
 }
 
 // Sessions holds the gateway's command sessions in memory: the paging

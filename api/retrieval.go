@@ -15,20 +15,28 @@ import (
 // fails with ErrNotFound before anything else is looked at. Then an empty
 // version selects the active one, and any other must be registered.
 //
-// The active version's canonical bytes come from the cache of parsed
-// manifests when it holds them (the summary, from the store's memory,
-// carries the hash), so a warm tool node costs no database read.
+// The answer is exactly the version asked for, or the summary's active one
+// when none is named, never another: the version is fixed before any bytes
+// are read, and the bytes are those of that immutable row (or of the cached
+// manifest whose hash the summary carries), never "whatever is active now"
+// from a second read that may have seen a later activation than the
+// summary did. So a warm tool node costs no database read, and a summary
+// that lags another process's write by up to its bound (db/snapshot.go)
+// can make an unnamed request answer the previous active version, but
+// never a named one answer a different version.
 func (s *Service) visibleVersion(ctx context.Context, req Request, version string) (db.Version, error) {
 	active, err := s.Dir.EndpointSummary(ctx, req.Policy, req.From, req.To)
 	if err != nil {
 		return db.Version{}, err
 	}
-	if version == "" || version == active.Version {
+	if version == "" {
+		version = active.Version
+	}
+	if version == active.Version {
 		if m, ok := parsedManifests.lookup(active.Hash); ok {
 			active.Canonical = m.Canonical
 			return active, nil
 		}
-		return s.Dir.Endpoint(ctx, req.Policy, req.From, req.To)
 	}
 	v, err := s.Store.Version(ctx, active.JID, version)
 	if err != nil {

@@ -220,13 +220,22 @@ func (s *Store) ActiveVersion(ctx context.Context, jid string) (Version, error) 
 	return v, nil
 }
 
-// activeVersionQuery is ActiveVersion's query; it runs for every endpoint
-// disco#info, so it is one of the hot reads prepared once (hotReads).
+// activeVersionQuery is ActiveVersion's query. No answer reads it: they
+// take the version from the summary and its bytes by exact key
+// (versionQuery), so that version and bytes come from one decision.
 const activeVersionQuery = `SELECT m.endpoint_jid, m.version, m.hash, m.canonical,
 		m.name, m.title, m.description, m.created_at
 	FROM active_endpoint AS a
 	JOIN manifest_version AS m ON m.endpoint_jid = a.jid AND m.version = a.version
 	WHERE a.jid = ?`
+
+// versionQuery is Version's query: every manifest, schema or tool node
+// that names a version (or misses the parsed cache) reads by it, so it is
+// one of the hot reads prepared once (hotReads).
+const versionQuery = `SELECT endpoint_jid, version, hash, canonical,
+		name, title, description, created_at
+	FROM manifest_version
+	WHERE endpoint_jid = ? AND version = ?`
 
 // Version returns one stored version, active or not, or ErrNotFound.
 func (s *Store) Version(ctx context.Context, jid, version string) (Version, error) {
@@ -235,10 +244,7 @@ func (s *Store) Version(ctx context.Context, jid, version string) (Version, erro
 		return Version{}, fmt.Errorf("db: version: %w", err)
 	}
 	defer tx.rollback()
-	row := tx.queryRow(ctx, `SELECT endpoint_jid, version, hash, canonical,
-			name, title, description, created_at
-		FROM manifest_version
-		WHERE endpoint_jid = ? AND version = ?`, jid, version)
+	row := tx.queryRow(ctx, versionQuery, jid, version)
 	v, err := scanVersion(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Version{}, fmt.Errorf("db: no version %s of %s: %w", version, jid, ErrNotFound)

@@ -77,8 +77,18 @@ type memSearch struct {
 	cur   atomic.Pointer[memIndex]
 	mu    sync.Mutex   // serializes rebuilds
 	dirty atomic.Bool  // this Store has committed a write since the last check
-	check atomic.Int64 // unix nanoseconds of the last check that found cur current
+	check atomic.Int64 // monotonic nanoseconds (sinceMemEpoch) of the last check that found cur current
 }
+
+// memEpoch is the origin of memSearch.check. Durations from it are read
+// on the monotonic clock, so a step of the wall clock (NTP, a suspended
+// VM) neither extends nor shortens how long an index is trusted: with
+// wall-clock stamps a step back of N seconds trusted a stale index for N
+// seconds more, and the directory stopped following another process.
+var memEpoch = time.Now()
+
+// sinceMemEpoch is now on memSearch.check's scale.
+func sinceMemEpoch() int64 { return int64(time.Since(memEpoch)) }
 
 // markDirty records that this Store has committed a write.
 func (m *memSearch) markDirty() { m.dirty.Store(true) }
@@ -89,7 +99,7 @@ func (m *memSearch) markDirty() { m.dirty.Store(true) }
 // asks the store nothing.
 func (s *Store) memIndexFor(ctx context.Context) (*memIndex, error) {
 	cur := s.mem.cur.Load()
-	if cur != nil && !s.mem.dirty.Load() && time.Since(time.Unix(0, s.mem.check.Load())) < memRecheck {
+	if cur != nil && !s.mem.dirty.Load() && sinceMemEpoch()-s.mem.check.Load() < int64(memRecheck) {
 		return cur, nil
 	}
 	if memoryOnly(ctx) {
@@ -98,7 +108,7 @@ func (s *Store) memIndexFor(ctx context.Context) (*memIndex, error) {
 	// Cleared before the generation is read: a write that commits after
 	// the read marks it again.
 	s.mem.dirty.Store(false)
-	checked := time.Now()
+	checked := sinceMemEpoch()
 	var gen int64
 	if err := s.hotReads[searchGenerationQuery].QueryRowContext(ctx).Scan(&gen); err != nil {
 		s.mem.dirty.Store(true)
@@ -107,7 +117,7 @@ func (s *Store) memIndexFor(ctx context.Context) (*memIndex, error) {
 	s.mem.mu.Lock()
 	defer s.mem.mu.Unlock()
 	if cur := s.mem.cur.Load(); cur != nil && cur.gen >= gen {
-		s.mem.check.Store(checked.UnixNano())
+		s.mem.check.Store(checked)
 		return cur, nil
 	}
 	idx, err := s.buildMemIndex(ctx)
@@ -116,7 +126,7 @@ func (s *Store) memIndexFor(ctx context.Context) (*memIndex, error) {
 		return nil, err
 	}
 	s.mem.cur.Store(idx)
-	s.mem.check.Store(checked.UnixNano())
+	s.mem.check.Store(checked)
 	return idx, nil
 }
 

@@ -40,13 +40,13 @@ func newTxn(tx *sql.Tx, now time.Time) *txn {
 // every reader could be inside a transaction waiting for one.
 //
 // They are all listed here, in one place: the endpoint reads of disco#info
-// (endpoint.go, summary.go), the directory pages (directory.go), the
+// and of a named version (endpoint.go, summary.go), the directory pages (directory.go), the
 // search pages (search.go: preparing one costs three to five times what
 // running it does), the search index's generation (search_mem.go), and the
 // caller's task reads of every task command, task-state and task-result
 // (task.go) and of every admission under a quota (quota.go).
 var hotReads = []string{
-	activeVersionQuery, activeSummaryQuery,
+	activeSummaryQuery, versionQuery,
 	directoryCountAll, directoryCountScoped,
 	directoryAscAll, directoryDescAll, directoryAscScoped, directoryDescScoped,
 	searchGramCounts, searchCountAll, searchCountSample, searchAscAll, searchDescAll,

@@ -118,14 +118,20 @@ func (s *Service) Items(ctx context.Context, r surface.Request, node string) (wi
 // size, and is made in every case; the manifest is read only for a requester
 // who may see it. So a hidden endpoint answers like a missing one, in bytes
 // and in time.
+//
+// The bytes are those of the version the summary names, read by its exact
+// key: the answer is one version, never the summary's decision with the
+// bytes of a version activated since (the summary may lag another
+// process's write by its bound, db/snapshot.go).
 func (s *Service) Endpoint(ctx context.Context, pol *policy.Policy, requester jid.JID, endpoint jid.JID) (db.Version, error) {
 	bare := endpoint.Bare().String()
-	if _, err := s.visible(ctx, pol, requester, bare); err != nil {
+	sum, err := s.visible(ctx, pol, requester, bare)
+	if err != nil {
 		return db.Version{}, err
 	}
-	v, err := s.Store.ActiveVersion(ctx, bare)
+	v, err := s.Store.Version(ctx, bare, sum.Version)
 	if errors.Is(err, db.ErrNotFound) {
-		// Deactivated in between.
+		// Deactivated and removed in between.
 		return db.Version{}, surface.ErrItemNotFound
 	}
 	return v, err

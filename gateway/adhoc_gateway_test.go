@@ -33,6 +33,8 @@ func gwCommand(t *testing.T, e *env, from, node, action, sessionID, form string)
 	return iq, c
 }
 
+// itemJIDs are the endpoints a result page lists: the rows of a table,
+// or the values of Find agents' jid-multi field.
 func itemJIDs(c adhoc.Command) []string {
 	var out []string
 	if c.Form == nil {
@@ -41,7 +43,30 @@ func itemJIDs(c adhoc.Command) []string {
 	for _, it := range c.Form.Items {
 		out = append(out, it[0].Values[0])
 	}
+	if f, ok := c.Form.Field("jid"); ok && f.Type == adhoc.FieldJIDMulti {
+		out = append(out, f.Values...)
+	}
 	return out
+}
+
+// findShape checks a Find agents page as stock clients get it: no table,
+// a jid-multi field of the page's endpoints, then one fixed line per
+// match naming it.
+func findShape(t *testing.T, c adhoc.Command) {
+	t.Helper()
+	f := c.Form
+	if f == nil || len(f.Reported) != 0 || len(f.Items) != 0 || len(f.Fields) == 0 {
+		t.Fatalf("find page: %+v", f)
+	}
+	jids := f.Fields[0]
+	if jids.Var != "jid" || jids.Type != adhoc.FieldJIDMulti || len(f.Fields) != 1+len(jids.Values) {
+		t.Fatalf("find page fields: %+v", f.Fields)
+	}
+	for i, j := range jids.Values {
+		if line := f.Fields[1+i]; line.Type != adhoc.FieldFixed || line.Var != "" || len(line.Values) != 1 || !strings.HasSuffix(line.Values[0], "("+j+")") {
+			t.Errorf("line %d for %s: %+v", i, j, line)
+		}
+	}
 }
 
 // TestGatewayFindAgents: "Find agents" takes a word and pages through
@@ -67,7 +92,12 @@ func TestGatewayFindAgents(t *testing.T) {
 	if got := itemJIDs(p1); len(got) != 10 || got[0] != "a001@"+domain || !p1.Actions.Next || p1.Actions.Prev {
 		t.Fatalf("page 1: %v %+v", got, p1.Actions)
 	}
+	findShape(t, p1)
+	if line := p1.Form.Fields[1].Values[0]; line != "Agent 1 (a001@"+domain+")" {
+		t.Errorf("first line %q", line)
+	}
 	_, p2 := gwCommand(t, e, alice, adhoc.NodeFind, "next", c.SessionID, "")
+	findShape(t, p2)
 	_, p3 := gwCommand(t, e, alice, adhoc.NodeFind, "next", c.SessionID, "")
 	if got := itemJIDs(p3); len(got) != 4 || p3.Actions.Next || !p3.Actions.Prev || !strings.Contains(noteText(p3), "21 to 24 of 24") {
 		t.Fatalf("page 3: %v %s", got, noteText(p3))
@@ -90,6 +120,26 @@ func TestGatewayFindAgents(t *testing.T) {
 	if _, r := gwCommand(t, e, alice, adhoc.NodeFind, "complete", c.SessionID, submit("query", "METEO")); r.Status != adhoc.StatusCompleted || fmt.Sprint(itemJIDs(r)) != "[meteo@"+domain+"]" {
 		t.Errorf("météo: %+v", r)
 	}
+	// The form carries the hidden layout field; a client that renders
+	// tables submits layout=table and gets the reported/item table.
+	iq, c = gwCommand(t, e, alice, adhoc.NodeFind, "execute", "", "")
+	if f, ok := c.Form.Field("layout"); !ok || f.Type != adhoc.FieldHidden || fmt.Sprint(f.Values) != "["+adhoc.LayoutFields+"]" {
+		t.Fatalf("no hidden layout field: %s", marshal(t, iq))
+	}
+	iq, tbl := gwCommand(t, e, alice, adhoc.NodeFind, "complete", c.SessionID, submit("query", "agent", "layout", adhoc.LayoutTable))
+	golden(t, "adhoc-find-table", normalizeCommand(strings.ReplaceAll(marshal(t, iq), c.SessionID, "gw00000000000000000000000000000000")))
+	if len(tbl.Form.Reported) != 2 || len(tbl.Form.Fields) != 0 || fmt.Sprint(itemJIDs(tbl)) != fmt.Sprint(itemJIDs(p1)) {
+		t.Errorf("table: %+v", tbl.Form)
+	}
+	if _, next := gwCommand(t, e, alice, adhoc.NodeFind, "next", c.SessionID, ""); len(next.Form.Reported) != 2 || fmt.Sprint(itemJIDs(next)) != fmt.Sprint(itemJIDs(p2)) {
+		t.Errorf("table, next page: %+v", next.Form)
+	}
+	// Nothing found: the note alone, no form to draw.
+	_, c = gwCommand(t, e, alice, adhoc.NodeFind, "execute", "", "")
+	if _, r := gwCommand(t, e, alice, adhoc.NodeFind, "complete", c.SessionID, submit("query", "no such agent")); r.Status != adhoc.StatusCompleted || r.Form != nil || noteText(r) != "info: Nothing found." {
+		t.Errorf("nothing found: %+v", r)
+	}
+
 	_, c = gwCommand(t, e, carol, adhoc.NodeFind, "execute", "", "")
 	if _, r := gwCommand(t, e, carol, adhoc.NodeFind, "complete", c.SessionID, submit("query", "")); fmt.Sprint(itemJIDs(r)) != "[a001@"+domain+" a003@"+domain+"]" {
 		t.Errorf("carol: %v", itemJIDs(r))

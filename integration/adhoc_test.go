@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,7 +37,9 @@ def form_of(iq):
     f = cmd['form']
     return {'type': f['type'], 'title': f['title'], 'instructions': f['instructions'],
             'fields': {v: {'type': x['type'], 'values': x.get_value(convert=False)} for v, x in f.get_fields().items()},
-            'items': [{k: v for k, v in it.items()} for it in f.get_items()]}
+            'items': [{k: v for k, v in it.items()} for it in f.get_items()],
+            'fixed': [v.text for x in cmd.xml.iter('{jabber:x:data}field') if x.get('type') == 'fixed'
+                      for v in x.iter('{jabber:x:data}value')]}
 
 def view(iq):
     if iq['type'] == 'error':
@@ -141,6 +144,12 @@ class Client(slixmpp.ClientXMPP):
             s = {'jid': gateway, 'node': 'find-agents'}
             out['find_form'] = await self.step('start', s)
             out['find'] = await self.step('complete', s, {'query': 'demo'})
+            s = {'jid': gateway, 'node': 'find-agents'}
+            await self.step('start', s)
+            out['find_table'] = await self.step('complete', s, {'query': 'demo', 'layout': 'table'})
+            s = {'jid': gateway, 'node': 'find-agents'}
+            await self.step('start', s)
+            out['find_none'] = await self.step('complete', s, {'query': 'no such agent'})
             self.finish(out)
         except Exception as e:
             self.finish({'error': repr(e)})
@@ -168,6 +177,7 @@ type adhocView struct {
 			Values any
 		}
 		Items []map[string]any
+		Fixed []string
 	}
 }
 
@@ -228,6 +238,8 @@ func checkAdhoc(t *testing.T, stdout []byte, stderr string) {
 		Invalid       adhocView
 		InvalidCancel adhocView `json:"invalid_cancel"`
 		FindForm      adhocView `json:"find_form"`
+		FindTable     adhocView `json:"find_table"`
+		FindNone      adhocView `json:"find_none"`
 		Find          adhocView
 	}
 	if err := json.Unmarshal(stdout, &out); err != nil {
@@ -310,14 +322,28 @@ func checkAdhoc(t *testing.T, stdout []byte, stderr string) {
 	if out.FindForm.Form == nil || out.FindForm.Form.Fields["query"].Type != "text-single" {
 		t.Errorf("find form: %+v", out.FindForm)
 	}
+	if f := out.FindForm.Form; f == nil || f.Fields["layout"].Type != "hidden" {
+		t.Errorf("find form without the hidden layout field: %+v", out.FindForm)
+	}
+	// Find agents as a stock client gets it: a jid-multi field and a
+	// fixed line per match, no table (docs/adhoc.md).
+	if f := out.Find.Form; out.Find.Status != "completed" || f == nil || len(f.Items) != 0 ||
+		f.Fields["jid"].Type != "jid-multi" || fmt.Sprint(f.Fields["jid"].Values) != "["+demoEndpoint+"]" ||
+		len(f.Fixed) != 1 || !strings.HasSuffix(f.Fixed[0], "("+demoEndpoint+")") {
+		t.Errorf("find agents: %+v\n%s", out.Find.Form, out.Find.XML)
+	}
+	// The table, for a client that asks for it.
 	found := false
-	if out.Find.Form != nil {
-		for _, it := range out.Find.Form.Items {
+	if out.FindTable.Form != nil {
+		for _, it := range out.FindTable.Form.Items {
 			found = found || it["jid"] == demoEndpoint
 		}
 	}
-	if out.Find.Status != "completed" || !found {
-		t.Errorf("find agents: %+v", out.Find)
+	if out.FindTable.Status != "completed" || !found {
+		t.Errorf("find agents as a table: %+v", out.FindTable)
+	}
+	if out.FindNone.Status != "completed" || out.FindNone.Form != nil || out.FindNone.notes() != "info: Nothing found." {
+		t.Errorf("find agents, nothing found: %+v", out.FindNone)
 	}
 }
 
