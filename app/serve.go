@@ -41,6 +41,9 @@ func Serve(ctx context.Context, path string, stderr io.Writer) error {
 		return err
 	}
 	defer store.Close()
+	if m := store.Migrated(); m.Backup != "" {
+		log.Info("database migrated", "path", cfg.DatabasePath, "from_schema", m.From, "to_schema", m.To, "backup", m.Backup)
+	}
 	if err := store.Check(ctx); err != nil {
 		return err
 	}

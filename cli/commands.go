@@ -87,6 +87,9 @@ func openStore(ctx context.Context, path string) (*config.Config, *db.Store, err
 	if err != nil {
 		return nil, nil, err
 	}
+	if m := store.Migrated(); m.Backup != "" {
+		fmt.Fprintf(os.Stderr, "agentgw: migrated %s from schema version %d to %d; the database before it is at %s\n", cfg.DatabasePath, m.From, m.To, m.Backup)
+	}
 	return cfg, store, nil
 }
 

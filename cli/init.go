@@ -183,8 +183,9 @@ func printServerSnippets(w io.Writer, domain, host, port, secretFile string) {
 	}
 	fmt.Fprintf(w, "Component %s\n", lua.Quote(domain))
 	fmt.Fprintf(w, "\t-- The shared secret is read from agentgw's secret file whenever Prosody loads\n")
-	fmt.Fprintf(w, "\t-- its configuration; the prosody user must be able to read it, e.g.:\n")
-	fmt.Fprintf(w, "\t--   chgrp prosody %s && chmod 0640 %s\n", secretFile, secretFile)
+	fmt.Fprintf(w, "\t-- its configuration; the prosody user must be able to reach and read it (o+x\n")
+	fmt.Fprintf(w, "\t-- lets it enter the directory, which the Debian package makes 0750), e.g.:\n")
+	fmt.Fprintf(w, "\t--   chgrp prosody %s && chmod 0640 %s && chmod o+x %s\n", secretFile, secretFile, filepath.Dir(secretFile))
 	fmt.Fprintf(w, "\tcomponent_secret = assert(io.open(%s)):read(\"*l\")\n", lua.Quote(secretFile))
 	fmt.Fprintln(w)
 

@@ -69,13 +69,24 @@ func runCheck(ctx context.Context, q interface {
 // when it began, while the gateway (another process, or this one) goes on
 // writing. It refuses a dest that exists, checks the copy with PRAGMA
 // integrity_check and syncs it to disk. On failure nothing is left at dest.
-func (s *Store) Backup(ctx context.Context, dest string) (err error) {
+func (s *Store) Backup(ctx context.Context, dest string) error {
+	return backupFile(ctx, s.path, dest)
+}
+
+// backupFile is Backup of the database at path; migrate calls it before a
+// Store exists.
+func backupFile(ctx context.Context, path, dest string) (err error) {
 	if dest == "" || strings.ContainsRune(dest, '?') {
 		return fmt.Errorf("db: backup: invalid destination %q", dest)
 	}
 	if _, err := os.Lstat(dest); err == nil {
 		return fmt.Errorf("db: backup: %s already exists", dest)
 	} else if !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("db: backup: %w", err)
+	}
+	// VACUUM INTO fills an empty file: made first, the copy is private
+	// like the database, whatever the umask.
+	if err := createPrivate(dest); err != nil {
 		return fmt.Errorf("db: backup: %w", err)
 	}
 	defer func() {
@@ -85,14 +96,14 @@ func (s *Store) Backup(ctx context.Context, dest string) (err error) {
 	}()
 	// The readers are query_only, which VACUUM INTO refuses, and the
 	// writer must stay free for commits: a connection of its own.
-	src, err := sql.Open("sqlite", s.path+"?_pragma=busy_timeout("+busyTimeoutMillis+")")
+	src, err := sql.Open("sqlite", path+"?_pragma=busy_timeout("+busyTimeoutMillis+")")
 	if err != nil {
 		return fmt.Errorf("db: backup: %w", err)
 	}
 	defer src.Close()
 	src.SetMaxOpenConns(1)
 	if _, err := src.ExecContext(ctx, "VACUUM INTO ?", dest); err != nil {
-		return fmt.Errorf("db: backup of %s to %s: %w", s.path, dest, err)
+		return fmt.Errorf("db: backup of %s to %s: %w", path, dest, err)
 	}
 	copyDB, err := sql.Open("sqlite", dest+"?_pragma=busy_timeout("+busyTimeoutMillis+")")
 	if err != nil {

@@ -107,6 +107,9 @@ type Store struct {
 	// turns it off (tests compare the two).
 	mem           memSearch
 	sqlSearchOnly bool
+
+	// migration is what Open did to the schema.
+	migration Migration
 }
 
 // Open opens (creating if needed) the database at path and brings its schema
@@ -130,7 +133,8 @@ func Open(ctx context.Context, path string) (*Store, error) {
 
 	// Migrate before the readers connect: the first writer connection is
 	// the one that turns a new file into a WAL database.
-	if err := migrate(ctx, writer); err != nil {
+	migration, err := migrate(ctx, writer, path)
+	if err != nil {
 		writer.Close()
 		return nil, err
 	}
@@ -169,8 +173,13 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		reader:          reader,
 		dataVersionConn: conn,
 		hotReads:        hot,
+		migration:       migration,
 	}, nil
 }
+
+// Migrated says what Open did to the schema, and where it put the backup it
+// took before changing an existing one: the caller logs it.
+func (s *Store) Migrated() Migration { return s.migration }
 
 // Path returns the database file the store was opened on.
 func (s *Store) Path() string { return s.path }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"database/sql"
 	_ "embed"
+	"errors"
 	"fmt"
+	"os"
 )
 
 // schema is the current schema, run on a fresh database.
@@ -250,49 +252,95 @@ CREATE TABLE runtime_process (
 ) STRICT;
 `
 
-// migrate brings the database behind writer to len(migrations). It holds the
-// write lock from the moment it reads user_version, so two processes opening
-// the same new file cannot both create the schema.
-func migrate(ctx context.Context, writer *sql.DB) error {
+// Migration says what Open did to a database's schema. From equals To when
+// the schema was already current; From is 0 for a new file.
+type Migration struct {
+	From, To int
+	// Backup is the copy of the database taken before an existing schema
+	// was migrated (<db>.pre-<To>, see migrate), or "" when none was
+	// needed.
+	Backup string
+}
+
+// maxBackupSuffix bounds the names migrate tries for its backup: <db>.pre-N,
+// then <db>.pre-N.1 up to <db>.pre-N.<maxBackupSuffix>.
+const maxBackupSuffix = 99
+
+// migrate brings the database at path, behind writer, to len(migrations).
+// It holds the write lock from the moment it reads user_version, so two
+// processes opening the same new file cannot both create the schema.
+//
+// Before it changes an existing schema it backs the database up, as
+// `agentgw backup` would, to path.pre-<the new version> (or the first of
+// path.pre-<version>.1, .2, … that does not exist, since an earlier copy may
+// hold older data): the backup reads the committed, unmigrated state, which
+// the write lock keeps unchanged. A failed backup stops the migration.
+func migrate(ctx context.Context, writer *sql.DB, path string) (Migration, error) {
 	tx, err := writer.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("db: migrate: %w", err)
+		return Migration{}, fmt.Errorf("db: migrate: %w", err)
 	}
 	defer tx.Rollback()
 
 	var version int
 	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
-		return fmt.Errorf("db: migrate: read schema version: %w", err)
+		return Migration{}, fmt.Errorf("db: migrate: read schema version: %w", err)
 	}
 	current := len(migrations)
+	done := Migration{From: version, To: current}
 	switch {
 	case version == current:
-		return nil
+		return done, nil
 	case version > current:
-		return fmt.Errorf("db: database schema version %d is newer than this binary supports (%d)", version, current)
+		return Migration{}, fmt.Errorf("db: database schema version %d is newer than this binary supports (%d)", version, current)
 	case version == 0:
 		if _, err := tx.ExecContext(ctx, schema); err != nil {
-			return fmt.Errorf("db: migrate: create schema: %w", err)
+			return Migration{}, fmt.Errorf("db: migrate: create schema: %w", err)
 		}
 	default:
+		if done.Backup, err = preMigrationBackup(ctx, path, current); err != nil {
+			return Migration{}, err
+		}
 		for i := version; i < current; i++ {
 			if _, err := tx.ExecContext(ctx, migrations[i]); err != nil {
-				return fmt.Errorf("db: migrate: schema version %d to %d: %w", i, i+1, err)
+				return Migration{}, fmt.Errorf("db: migrate: schema version %d to %d: %w (the database is unchanged; a copy is at %s)", i, i+1, err, done.Backup)
 			}
 		}
 		if err := checkForeignKeys(ctx, tx); err != nil {
-			return err
+			return Migration{}, err
 		}
 	}
 
 	// PRAGMA takes no bound parameters; current is our own integer.
 	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", current)); err != nil {
-		return fmt.Errorf("db: migrate: set schema version: %w", err)
+		return Migration{}, fmt.Errorf("db: migrate: set schema version: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("db: migrate: %w", err)
+		return Migration{}, fmt.Errorf("db: migrate: %w", err)
 	}
-	return nil
+	return done, nil
+}
+
+// preMigrationBackup copies the database at path before its migration to
+// schema version to, and returns the copy's name.
+func preMigrationBackup(ctx context.Context, path string, to int) (string, error) {
+	base := fmt.Sprintf("%s.pre-%d", path, to)
+	for n := 0; n <= maxBackupSuffix; n++ {
+		dest := base
+		if n > 0 {
+			dest = fmt.Sprintf("%s.%d", base, n)
+		}
+		if _, err := os.Lstat(dest); err == nil {
+			continue
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return "", fmt.Errorf("db: migrate: backup: %w", err)
+		}
+		if err := backupFile(ctx, path, dest); err != nil {
+			return "", fmt.Errorf("db: migrate: backup before schema version %d: %w", to, err)
+		}
+		return dest, nil
+	}
+	return "", fmt.Errorf("db: migrate: backup: %s and %s.1 to .%d all exist: move old backups away", base, base, maxBackupSuffix)
 }
 
 // checkForeignKeys fails if the migrated data violates a foreign key.

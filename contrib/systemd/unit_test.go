@@ -29,7 +29,7 @@ func TestUnitVerifies(t *testing.T) {
 	}
 	unit := string(raw)
 	for _, want := range []string{
-		"\nExecStart=/usr/local/bin/agentgw serve -config /var/lib/agentgw/agentgw.toml\n",
+		"\nExecStart=/usr/bin/agentgw serve -config /var/lib/agentgw/agentgw.toml\n",
 		"\nExecReload=/bin/kill -HUP $MAINPID\n",
 		"\nStateDirectory=agentgw\n",
 		"\nUser=agentgw\n",
@@ -46,7 +46,7 @@ func TestUnitVerifies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	unit = strings.Replace(unit, "ExecStart=/usr/local/bin/agentgw ", "ExecStart="+self+" ", 1)
+	unit = strings.Replace(unit, "ExecStart=/usr/bin/agentgw ", "ExecStart="+self+" ", 1)
 	path := filepath.Join(t.TempDir(), "agentgw.service")
 	if err := os.WriteFile(path, []byte(unit), 0o644); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,319 @@
+package scripts_test
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	_ "modernc.org/sqlite" // to read the installed database's schema version
+)
+
+// The test's own versions of the amd64 package: an older build installed
+// first, then a newer one over it. Both are built from this tree.
+const (
+	oldTestVersion = "0.0.1~test1"
+	newTestVersion = "0.0.1~test2"
+)
+
+// TestDebianPackage installs the amd64 package on this machine, as root:
+// dpkg -i; the files, their modes, the agentgw user and `agentgw version`;
+// `agentgw init` into /var/lib/agentgw as that user; systemd-analyze verify
+// of the installed unit; dpkg -i of a newer build, which leaves the
+// configuration, the secret and the database untouched and whose binary
+// then migrates the database (an older schema from testdata/upgrade, as an
+// earlier release left it), backing it up first; dpkg -r, which keeps the
+// data, and dpkg --purge, which deletes it. Cleanups put the machine back
+// as it was, also when a step fails. It is skipped unless run as root, or
+// fails then under AGENTGW_REQUIRE_SERVERS; it refuses to run on a machine
+// that already has the package, the user or the directory.
+func TestDebianPackage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and installs a package")
+	}
+	require := os.Getenv("AGENTGW_REQUIRE_SERVERS") != ""
+	skip := func(format string, args ...any) {
+		t.Helper()
+		if require {
+			t.Fatalf(format, args...)
+		}
+		t.Skipf(format, args...)
+	}
+	if os.Geteuid() != 0 {
+		skip("installs a package: run as root")
+	}
+	for _, tool := range []string{"dpkg", "dpkg-query", "systemd-analyze", "runuser", "userdel", "git"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			skip("%s is not installed", tool)
+		}
+	}
+	if out, err := exec.Command("dpkg-query", "-W", "-f=${Status}", "agentgw").Output(); err == nil && len(out) > 0 && !strings.Contains(string(out), "not-installed") {
+		skip("the agentgw package is already here (%s): this test installs and purges it", out)
+	}
+	if _, err := user.Lookup("agentgw"); err == nil {
+		skip("a user agentgw exists: this test creates and deletes it")
+	}
+	if _, err := user.LookupGroup("agentgw"); err == nil {
+		skip("a group agentgw exists: this test creates and deletes it")
+	}
+	for _, p := range []string{"/var/lib/agentgw", "/usr/bin/agentgw", "/lib/systemd/system/agentgw.service", "/etc/systemd/system/agentgw.service"} {
+		if _, err := os.Lstat(p); err == nil {
+			skip("%s exists: this test would install over it", p)
+		}
+	}
+
+	// Registered first, so that it runs last, after any failure: purge
+	// the package, then delete what a half-done run could leave.
+	t.Cleanup(func() {
+		run := func(name string, args ...string) {
+			if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
+				t.Logf("cleanup: %s %v: %v\n%s", name, args, err, out)
+			}
+		}
+		if out, _ := exec.Command("dpkg-query", "-W", "-f=${Status}", "agentgw").Output(); len(out) > 0 && !strings.Contains(string(out), "not-installed") {
+			run("dpkg", "--purge", "agentgw")
+		}
+		os.RemoveAll("/var/lib/agentgw")
+		os.Remove("/etc/systemd/system/agentgw.service") // a mask link
+		if _, err := user.Lookup("agentgw"); err == nil {
+			run("userdel", "agentgw")
+		}
+		if _, err := user.LookupGroup("agentgw"); err == nil {
+			run("groupdel", "agentgw")
+		}
+		if _, err := os.Stat("/run/systemd/system"); err == nil {
+			run("systemctl", "daemon-reload")
+		}
+	})
+
+	dir := t.TempDir()
+	oldDeb := buildPackage(t, dir, oldTestVersion)
+	newDeb := buildPackage(t, dir, newTestVersion)
+	dpkg := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("dpkg", args...)
+		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("dpkg %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+
+	// 1. Install.
+	dpkg("-i", oldDeb)
+
+	// 2. Files, modes, the user, the version.
+	for path, want := range map[string]os.FileMode{
+		"/usr/bin/agentgw":                           0o755,
+		"/lib/systemd/system/agentgw.service":        0o644,
+		"/usr/share/doc/agentgw/README.md":           0o644,
+		"/usr/share/doc/agentgw/config.example.toml": 0o644,
+		"/usr/share/doc/agentgw/copyright":           0o644,
+	} {
+		checkOwned(t, path, want, 0, 0)
+	}
+	u, err := user.Lookup("agentgw")
+	if err != nil {
+		t.Fatalf("postinst made no agentgw user: %v", err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	if uid == 0 || uid >= 1000 || u.HomeDir != "/var/lib/agentgw" {
+		t.Errorf("agentgw user = %+v: want a system user at home in /var/lib/agentgw", u)
+	}
+	if g, err := user.LookupGroupId(u.Gid); err != nil || g.Name != "agentgw" {
+		t.Errorf("agentgw's group = %v, %v", g, err)
+	}
+	passwd, _ := exec.Command("getent", "passwd", "agentgw").Output()
+	if !strings.HasSuffix(strings.TrimSpace(string(passwd)), ":/usr/sbin/nologin") {
+		t.Errorf("agentgw can log in: %s", passwd)
+	}
+	checkOwned(t, "/var/lib/agentgw", os.ModeDir|0o750, uid, gid)
+	if out := agentgwAs(t, "root", "version"); !strings.HasPrefix(out, "agentgw "+oldTestVersion+"\n") {
+		t.Errorf("agentgw version after installing %s:\n%s", oldTestVersion, out)
+	}
+
+	// 3. init as the packaged user.
+	agentgwAs(t, "agentgw", "init", "-domain", "agents.example.org", "-server", "127.0.0.1:5347", "/var/lib/agentgw")
+	conf := "/var/lib/agentgw/agentgw.toml"
+	database := "/var/lib/agentgw/agentgw.db"
+	for _, p := range []string{conf, "/var/lib/agentgw/component.secret", database} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatalf("init: %v", err)
+		}
+		if st := fi.Sys().(*syscall.Stat_t); int(st.Uid) != uid {
+			t.Errorf("%s belongs to uid %d, not agentgw", p, st.Uid)
+		}
+	}
+	agentgwAs(t, "agentgw", "check-config", "-config", conf)
+
+	// 4. The installed unit verifies, with the installed binary.
+	if out, err := exec.Command("systemd-analyze", "verify", "/lib/systemd/system/agentgw.service").CombinedOutput(); err != nil || len(bytes.TrimSpace(out)) > 0 {
+		t.Errorf("systemd-analyze verify: %v\n%s", err, out)
+	}
+
+	// What an earlier release left: a database of the previous schema,
+	// in place of init's.
+	old := newestFixture(t)
+	raw, err := os.ReadFile(old.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{database, database + "-wal", database + "-shm"} {
+		os.Remove(p)
+	}
+	if err := os.WriteFile(database, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(database, uid, gid); err != nil {
+		t.Fatal(err)
+	}
+	before := map[string][32]byte{}
+	for _, p := range []string{conf, "/var/lib/agentgw/component.secret", database} {
+		before[p] = fileSum(t, p)
+	}
+
+	// 5. The newer build over it: nothing of the operator's changes.
+	dpkg("-i", newDeb)
+	for p, sum := range before {
+		if fileSum(t, p) != sum {
+			t.Errorf("dpkg -i of the newer package changed %s", p)
+		}
+	}
+	if out := agentgwAs(t, "root", "version"); !strings.HasPrefix(out, "agentgw "+newTestVersion+"\n") {
+		t.Errorf("agentgw version after the upgrade:\n%s", out)
+	}
+	// The new binary migrates the database the first time it opens it,
+	// after copying it aside.
+	out := agentgwAs(t, "agentgw", "endpoint", "list", "-config", conf)
+	if !strings.Contains(out, "weather@agents.example") {
+		t.Errorf("endpoint list after the upgrade lacks the old database's endpoint:\n%s", out)
+	}
+	after := schemaVersion(t, database)
+	if after <= old.version {
+		t.Errorf("schema version %d after the upgrade, the old database had %d", after, old.version)
+	}
+	backup := fmt.Sprintf("%s.pre-%d", database, after)
+	if got := schemaVersion(t, backup); got != old.version {
+		t.Errorf("%s has schema version %d, want the old database's %d", backup, got, old.version)
+	}
+	if !strings.Contains(out, backup) {
+		t.Errorf("the migration did not say where the backup is:\n%s", out)
+	}
+
+	// 6. Remove keeps the data and says so; purge deletes it and says so.
+	out = dpkg("-r", "agentgw")
+	if _, err := os.Stat("/usr/bin/agentgw"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("dpkg -r left /usr/bin/agentgw: %v", err)
+	}
+	if !strings.Contains(out, "kept /var/lib/agentgw") {
+		t.Errorf("dpkg -r said:\n%s", out)
+	}
+	for _, p := range []string{conf, "/var/lib/agentgw/component.secret", database, backup} {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("dpkg -r deleted the operator's data: %v", err)
+		}
+	}
+	out = dpkg("--purge", "agentgw")
+	if !strings.Contains(out, "purge: deleting /var/lib/agentgw") {
+		t.Errorf("dpkg --purge said:\n%s", out)
+	}
+	if _, err := os.Stat("/var/lib/agentgw"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("dpkg --purge left /var/lib/agentgw: %v", err)
+	}
+}
+
+// buildPackage runs scripts/release for amd64 with the given version and
+// returns the package's path.
+func buildPackage(t *testing.T, dir, version string) string {
+	t.Helper()
+	out := filepath.Join(dir, version)
+	cmd := exec.Command("./release", out, "amd64")
+	cmd.Env = append(os.Environ(), "AGENTGW_RELEASE_VERSION="+version)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("scripts/release %s: %v\n%s", version, err, b)
+	}
+	return filepath.Join(out, "agentgw_"+version+"_amd64.deb")
+}
+
+// agentgwAs runs the installed /usr/bin/agentgw as the user, and returns
+// its output (stdout and stderr).
+func agentgwAs(t *testing.T, who string, args ...string) string {
+	t.Helper()
+	argv := append([]string{"-u", who, "--", "/usr/bin/agentgw"}, args...)
+	cmd := exec.Command("runuser", argv...)
+	cmd.Dir = "/"
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("agentgw %v as %s: %v\n%s", args, who, err, out)
+	}
+	return string(out)
+}
+
+func checkOwned(t *testing.T, path string, mode os.FileMode, uid, gid int) {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Errorf("%v", err)
+		return
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	if fi.Mode() != mode || int(st.Uid) != uid || int(st.Gid) != gid {
+		t.Errorf("%s: %v %d:%d, want %v %d:%d", path, fi.Mode(), st.Uid, st.Gid, mode, uid, gid)
+	}
+}
+
+func fileSum(t *testing.T, path string) [32]byte {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Errorf("%v", err)
+		return [32]byte{}
+	}
+	return sha256.Sum256(raw)
+}
+
+// newestFixture is testdata/upgrade's database of the newest earlier
+// schema.
+func newestFixture(t *testing.T) (f struct {
+	path    string
+	version int
+}) {
+	t.Helper()
+	matches, _ := filepath.Glob("../testdata/upgrade/agentgw-v*.db")
+	for _, m := range matches {
+		v, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(m), "agentgw-v"), ".db"))
+		if err == nil && v > f.version {
+			f.path, f.version = m, v
+		}
+	}
+	if f.path == "" {
+		t.Fatal("no testdata/upgrade/agentgw-vN.db")
+	}
+	return f
+}
+
+func schemaVersion(t *testing.T, path string) int {
+	t.Helper()
+	raw, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	var v int
+	if err := raw.QueryRow("PRAGMA user_version").Scan(&v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
