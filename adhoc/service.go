@@ -195,7 +195,7 @@ func (s *Service) Info(ctx context.Context, r Request, node string) (wire.InfoRe
 func CommandInfo(node, name string) wire.InfoResult {
 	return wire.InfoResult{Node: node,
 		Identities: []wire.Identity{{Category: CategoryAutomation, Type: TypeCommandNode, Name: name}},
-		Features:   []string{NS, NSData}}
+		Features:   []string{NS, wire.NSData}}
 }
 
 func toolTitle(t *manifest.Tool) string {

@@ -19,23 +19,23 @@ var searchColumns = []wire.Field{
 func TestMultiResultRoundTrip(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		v    wire.MultiResult
+		v    wire.Form
 		xml  string
 	}{
-		{"no items", wire.MultiResult{Reported: searchColumns},
+		{"no items", wire.Form{Type: wire.FormResult, Reported: searchColumns},
 			`<x type='result' xmlns='jabber:x:data'><reported><field label='Jabber ID' type='jid-single' var='jid'/><field label='Nickname' type='text-single' var='nick'/></reported></x>`},
-		{"two items", wire.MultiResult{Reported: searchColumns, Items: []wire.FormItem{
-			{Fields: []wire.Field{{Var: "jid", Values: []string{"weather@agents.example"}}, {Var: "nick", Values: []string{"Weather <&> 'Agent'"}}}},
-			{Fields: []wire.Field{{Var: "jid", Values: []string{"météo@agents.example"}}, {Var: "nick", Values: []string{"Météo"}}}},
+		{"two items", wire.Form{Type: wire.FormResult, Reported: searchColumns, Items: [][]wire.Field{
+			{{Var: "jid", Values: []string{"weather@agents.example"}}, {Var: "nick", Values: []string{"Weather <&> 'Agent'"}}},
+			{{Var: "jid", Values: []string{"météo@agents.example"}}, {Var: "nick", Values: []string{"Météo"}}},
 		}}, `<x type='result' xmlns='jabber:x:data'><reported><field label='Jabber ID' type='jid-single' var='jid'/><field label='Nickname' type='text-single' var='nick'/></reported>` +
 			`<item><field var='jid'><value>weather@agents.example</value></field><field var='nick'><value>Weather &lt;&amp;&gt; 'Agent'</value></field></item>` +
 			`<item><field var='jid'><value>météo@agents.example</value></field><field var='nick'><value>Météo</value></field></item></x>`},
-		{"sparse and multi-valued", wire.MultiResult{
+		{"sparse and multi-valued", wire.Form{Type: wire.FormResult,
 			Reported: []wire.Field{{Var: "a"}, {Var: "b", Type: "list-multi"}},
-			Items: []wire.FormItem{
-				{Fields: []wire.Field{{Var: "b", Values: []string{"1", "2"}}}},
-				{},
-				{Fields: []wire.Field{{Var: "a"}}},
+			Items: [][]wire.Field{
+				{{Var: "b", Values: []string{"1", "2"}}},
+				nil,
+				{{Var: "a"}},
 			},
 		}, `<x type='result' xmlns='jabber:x:data'><reported><field var='a'/><field type='list-multi' var='b'/></reported>` +
 			`<item><field var='b'><value>1</value><value>2</value></field></item><item/><item><field var='a'/></item></x>`},
@@ -65,9 +65,9 @@ func TestMultiResultRoundTrip(t *testing.T) {
 // TestMultiResultWritesOnlyWhatBelongs: reported fields carry no values and
 // item fields no type or label, whatever the value holds.
 func TestMultiResultWritesOnlyWhatBelongs(t *testing.T) {
-	v := wire.MultiResult{
+	v := wire.Form{Type: wire.FormResult,
 		Reported: []wire.Field{{Var: "a", Type: "text-single", Values: []string{"x"}}},
-		Items:    []wire.FormItem{{Fields: []wire.Field{{Var: "a", Type: "text-single", Label: "A", Values: []string{"y"}}}}},
+		Items:    [][]wire.Field{{{Var: "a", Type: "text-single", Label: "A", Values: []string{"y"}}}},
 	}
 	got, err := wire.Marshal(v.TokenReader())
 	if err != nil {
@@ -104,17 +104,17 @@ func TestParseMultiResultRejects(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var bad wire.ErrBadMultiResult
+		var bad wire.ErrBadForm
 		if _, err := wire.ParseMultiResult(el); !errors.As(err, &bad) {
-			t.Errorf("%s: err = %v, want ErrBadMultiResult", body, err)
+			t.Errorf("%s: err = %v, want ErrBadForm", body, err)
 		}
 	}
 }
 
-func ExampleMultiResult() {
-	form := wire.MultiResult{
+func ExampleParseMultiResult() {
+	form := wire.Form{Type: wire.FormResult,
 		Reported: []wire.Field{{Var: "jid", Type: "jid-single", Label: "Jabber ID"}},
-		Items:    []wire.FormItem{{Fields: []wire.Field{{Var: "jid", Values: []string{"weather@agents.example"}}}}},
+		Items:    [][]wire.Field{{{Var: "jid", Values: []string{"weather@agents.example"}}}},
 	}
 	out, _ := wire.Marshal(form.TokenReader())
 	fmt.Println(out)
