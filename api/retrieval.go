@@ -60,7 +60,7 @@ func (s *Service) ManifestRequest(ctx context.Context, req Request) (xml.TokenRe
 	}
 	// Registration refuses what cannot be served; this guards rows written
 	// before that rule, which must never reach the wire and cost the stream.
-	if escapedLen(v.Canonical) > MaxServedJSONBytes {
+	if wire.EscapedLen(v.Canonical) > MaxServedJSONBytes {
 		return nil, ErrResourceConstraint
 	}
 	return Manifest{Version: v.Version, Hash: wire.Hash(v.Hash), JSON: string(v.Canonical)}.TokenReader(), nil
