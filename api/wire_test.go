@@ -231,7 +231,7 @@ func TestCheckServable(t *testing.T) {
 	// five bytes a quote is refused.
 	base := manifestWith(tools(8, "")).Canonical
 	quotes := strings.Count(string(base), `"`)
-	goLen := wire.EscapedLen(base) - quotes // at five bytes a quote
+	goLen := wire.EscapedLen(base) - quotes         // at five bytes a quote
 	k := (api.MaxServedJSONBytes - goLen) / (8 * 6) // each description quote is \" in JSON
 	m := manifestWith(tools(8, strings.Repeat(`"`, k)))
 	if n := wire.EscapedLen(m.Canonical) - strings.Count(string(m.Canonical), `"`); n > api.MaxServedJSONBytes {
