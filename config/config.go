@@ -852,7 +852,7 @@ func readSecret(path string) ([]byte, error) {
 	if info.Size() > maxSecretBytes {
 		return nil, fmt.Errorf("larger than %d bytes", maxSecretBytes)
 	}
-	// A secret that group or others can read is refused, naming the
+	// A secret that group or others can read or write is refused, naming the
 	// file and its mode (internal/secretfile).
 	b, err := secretfile.Read(path, maxSecretBytes)
 	if errors.Is(err, secretfile.ErrExposed) {
