@@ -511,12 +511,8 @@ func (f File) Validate(dir, path string) (*Config, error) {
 	}
 
 	// [log]
-	switch f.Log.Level {
-	case "debug", "info", "warn", "error":
-		c.LogLevel = f.Log.Level
-	default:
-		bad("log.level", "must be one of debug, info, warn, error")
-	}
+	checkLogLevel(f.Log.Level, bad)
+	c.LogLevel = f.Log.Level
 	switch f.Log.Format {
 	case "text", "json":
 		c.LogFormat = f.Log.Format

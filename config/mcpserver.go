@@ -166,11 +166,7 @@ func LoadMCP(path string) (*MCPConfig, error) {
 		errs = append(errs, fmt.Errorf("%s: "+format, append([]any{key}, args...)...))
 	}
 	c := &MCPConfig{Path: path, LogLevel: f.Log.Level}
-	switch f.Log.Level {
-	case "debug", "info", "warn", "error":
-	default:
-		bad("log.level", "must be one of debug, info, warn, error")
-	}
+	checkLogLevel(f.Log.Level, bad)
 	c.MCP = f.MCP.build(filepath.Dir(path), true, bad)
 	if len(errs) > 0 {
 		return nil, errs
