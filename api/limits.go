@@ -25,8 +25,8 @@ import (
 // same for every target, so it discloses nothing.
 const (
 	// MaxServedJSONBytes bounds the canonical manifest as it goes on the
-	// wire: its length once escaped by the XML encoder (which writes '"'
-	// as &#34;). A <manifest/> result is about this size, and each
+	// wire: its length once escaped (wire.EscapedLen, which counts '"' as
+	// the &quot; a server writes for the next hop). A <manifest/> result is about this size, and each
 	// <schema/> result smaller. Prosody's defaults accept 512 KiB stanzas
 	// from a component and over s2s (component_stanza_size_limit,
 	// s2s_stanza_size_limit); ejabberd's usual s2s max_stanza_size is
