@@ -119,6 +119,17 @@ func (f Form) Field(v string) (Field, bool) {
 }
 
 func dataName(local string) xml.Name     { return xml.Name{Space: NSData, Local: local} }
+
+// Tokens every form repeats, boxed once: appending a struct to a Tokens
+// slice allocates each time, and a 50-row result has hundreds of them.
+// Nothing writes to a token it reads, so they can be shared.
+var (
+	tokValueStart xml.Token = xml.StartElement{Name: xml.Name{Space: NSData, Local: "value"}}
+	tokValueEnd   xml.Token = xml.EndElement{Name: xml.Name{Space: NSData, Local: "value"}}
+	tokFieldEnd   xml.Token = xml.EndElement{Name: xml.Name{Space: NSData, Local: "field"}}
+	tokItemStart  xml.Token = xml.StartElement{Name: xml.Name{Space: NSData, Local: "item"}}
+	tokItemEnd    xml.Token = xml.EndElement{Name: xml.Name{Space: NSData, Local: "item"}}
+)
 func validateName(local string) xml.Name { return xml.Name{Space: NSValidate, Local: local} }
 
 // TokenReader implements xmlstream.Marshaler. It returns one flat slice of
@@ -149,11 +160,11 @@ func (f Form) TokenReader() xml.TokenReader {
 		}
 		toks = append(toks, xml.EndElement{Name: dataName("reported")})
 		for _, row := range f.Items {
-			toks = append(toks, xml.StartElement{Name: dataName("item")})
+			toks = append(toks, tokItemStart)
 			for _, fl := range row {
 				toks = Field{Var: fl.Var, Values: fl.Values}.appendTokens(toks)
 			}
-			toks = append(toks, xml.EndElement{Name: dataName("item")})
+			toks = append(toks, tokItemEnd)
 		}
 	}
 	toks = append(toks, xml.EndElement{Name: dataName("x")})
@@ -190,7 +201,13 @@ func appendText(toks Tokens, name xml.Name, text string) Tokens {
 }
 
 func (fl Field) appendTokens(toks Tokens) Tokens {
-	attrs := make([]xml.Attr, 0, 3)
+	n := 0
+	for _, a := range [...]string{fl.Var, fl.Type, fl.Label} {
+		if a != "" {
+			n++
+		}
+	}
+	attrs := make([]xml.Attr, 0, n)
 	if fl.Var != "" {
 		attrs = append(attrs, Attr("var", fl.Var))
 	}
@@ -208,7 +225,11 @@ func (fl Field) appendTokens(toks Tokens) Tokens {
 		toks = append(toks, xml.StartElement{Name: dataName("required")}, xml.EndElement{Name: dataName("required")})
 	}
 	for _, v := range fl.Values {
-		toks = appendText(toks, dataName("value"), v)
+		toks = append(toks, tokValueStart)
+		if v != "" {
+			toks = append(toks, xml.CharData(v))
+		}
+		toks = append(toks, tokValueEnd)
 	}
 	for _, o := range fl.Options {
 		var oa []xml.Attr
@@ -222,7 +243,7 @@ func (fl Field) appendTokens(toks Tokens) Tokens {
 	if fl.Validate != nil {
 		toks = fl.Validate.appendTokens(toks)
 	}
-	return append(toks, xml.EndElement{Name: dataName("field")})
+	return append(toks, tokFieldEnd)
 }
 
 // TokenReader implements xmlstream.Marshaler.
@@ -287,6 +308,11 @@ type FormRules struct {
 // field among the top-level fields becomes Form.FormType. Any refusal is
 // an ErrBadForm.
 func ParseForm(x Element, rules FormRules) (Form, error) {
+	return parseForm(x, x.Children(), rules)
+}
+
+// parseForm is ParseForm over x's children, kids.
+func parseForm(x Element, kids []Element, rules FormRules) (Form, error) {
 	var f Form
 	if x.Start.Name != dataName("x") && !rules.Lax {
 		return f, ErrBadForm{"not a data form"}
@@ -300,7 +326,7 @@ func ParseForm(x Element, rules FormRules) (Form, error) {
 		}
 	}
 	p := formParser{rules: rules}
-	for _, c := range x.Children() {
+	for _, c := range kids {
 		switch c.Start.Name {
 		case dataName("title"):
 			s, err := p.text(c, "title")
@@ -355,7 +381,8 @@ func ParseForm(x Element, rules FormRules) (Form, error) {
 // followed by <item/> elements and nothing else, as XEP-0055 §3 search
 // results are: strictly, with values only.
 func ParseMultiResult(x Element) (Form, error) {
-	for i, c := range x.Children() {
+	kids := x.Children()
+	for i, c := range kids {
 		want := dataName("item")
 		if i == 0 {
 			want = dataName("reported")
@@ -364,7 +391,7 @@ func ParseMultiResult(x Element) (Form, error) {
 			return Form{}, ErrBadForm{"a multi-item result holds one reported, then items"}
 		}
 	}
-	f, err := ParseForm(x, FormRules{ValuesOnly: true})
+	f, err := parseForm(x, kids, FormRules{ValuesOnly: true})
 	switch {
 	case err != nil:
 		return f, err
@@ -426,7 +453,7 @@ func (p *formParser) item(c Element, f *Form) error {
 		if err != nil {
 			return err
 		}
-		if !p.rules.Lax && !slices.ContainsFunc(f.Reported, func(r Field) bool { return r.Var == fl.Var }) {
+		if !p.rules.Lax && !hasVar(f.Reported, fl.Var) {
 			return ErrBadForm{"item field " + fl.Var + " is not reported"}
 		}
 		row = append(row, Field{Var: fl.Var, Values: fl.Values})
@@ -453,26 +480,25 @@ func (p formParser) field(el Element, before []Field) (Field, error) {
 		if fl.Var == "" && fl.Type != FieldFixed {
 			return fl, ErrBadForm{"field without var"}
 		}
-		if fl.Var != "" && slices.ContainsFunc(before, func(g Field) bool { return g.Var == fl.Var }) {
+		if fl.Var != "" && hasVar(before, fl.Var) {
 			return fl, ErrBadForm{"field " + fl.Var + " given twice"}
 		}
 	}
-	markup := ErrBadForm{"field " + fl.Var + " has unexpected markup"}
 	for _, c := range el.Children() {
 		if c.Start.Name != dataName("value") && p.rules.ValuesOnly && strict {
-			return fl, markup
+			return fl, markupError(fl.Var)
 		}
 		switch c.Start.Name {
 		case dataName("value"):
 			s, err := p.text(c, "value")
 			if err != nil {
-				return fl, markup
+				return fl, markupError(fl.Var)
 			}
 			fl.Values = append(fl.Values, s)
 		case dataName("desc"):
 			s, err := p.text(c, "desc")
 			if err != nil {
-				return fl, markup
+				return fl, markupError(fl.Var)
 			}
 			fl.Desc = s
 		case dataName("required"):
@@ -482,7 +508,7 @@ func (p formParser) field(el Element, before []Field) (Field, error) {
 			o.Label, _ = c.AttrValue("label")
 			v, ok := c.Child(dataName("value"))
 			if strict && (!ok || len(v.Children()) > 0) {
-				return fl, markup
+				return fl, markupError(fl.Var)
 			}
 			o.Value = v.Text()
 			fl.Options = append(fl.Options, o)
@@ -494,7 +520,7 @@ func (p formParser) field(el Element, before []Field) (Field, error) {
 			fl.Validate = &v
 		default:
 			if strict && (c.Start.Name.Space == NSData || !p.rules.Extensions) {
-				return fl, markup
+				return fl, markupError(fl.Var)
 			}
 		}
 	}
@@ -523,3 +549,16 @@ func (p formParser) validate(el Element) (Validate, error) {
 	}
 	return v, nil
 }
+
+// hasVar reports whether one of fields is named v.
+func hasVar(fields []Field, v string) bool {
+	for _, f := range fields {
+		if f.Var == v {
+			return true
+		}
+	}
+	return false
+}
+
+// markupError is the refusal of a field with children it may not have.
+func markupError(v string) error { return ErrBadForm{"field " + v + " has unexpected markup"} }
