@@ -118,7 +118,8 @@ func (f Form) Field(v string) (Field, bool) {
 	return Field{}, false
 }
 
-func dataName(local string) xml.Name { return xml.Name{Space: NSData, Local: local} }
+func dataName(local string) xml.Name     { return xml.Name{Space: NSData, Local: local} }
+func validateName(local string) xml.Name { return xml.Name{Space: NSValidate, Local: local} }
 
 // Tokens every form repeats, boxed once: appending a struct to a Tokens
 // slice allocates each time, and a 50-row result has hundreds of them.
@@ -130,8 +131,6 @@ var (
 	tokItemStart  xml.Token = xml.StartElement{Name: xml.Name{Space: NSData, Local: "item"}}
 	tokItemEnd    xml.Token = xml.EndElement{Name: xml.Name{Space: NSData, Local: "item"}}
 )
-
-func validateName(local string) xml.Name { return xml.Name{Space: NSValidate, Local: local} }
 
 // TokenReader implements xmlstream.Marshaler. It returns one flat slice of
 // tokens rather than nested readers: a 50-row result encodes about 2.5
