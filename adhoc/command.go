@@ -139,7 +139,7 @@ func ParseCommand(el wire.Element) (Command, error) {
 	}
 	for _, k := range el.Children() {
 		switch k.Start.Name {
-		case dataName("x"):
+		case xml.Name{Space: wire.NSData, Local: "x"}:
 			if c.Form != nil {
 				return c, ErrMalformedCommand
 			}

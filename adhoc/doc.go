@@ -23,23 +23,21 @@
 // docs/adhoc.md documents the mapping and its limits.
 package adhoc
 
+import "agentgw/wire"
+
 // Namespaces of the protocols this package speaks.
 const (
 	// NS is the XEP-0050 namespace, feature and the node of the command
 	// list.
 	NS = "http://jabber.org/protocol/commands"
-	// NSData is the XEP-0004 namespace.
-	NSData = "jabber:x:data"
-	// NSValidate is the XEP-0122 namespace.
-	NSValidate = "http://jabber.org/protocol/xdata-validate"
 )
 
 // Features are advertised by an endpoint that offers commands: XEP-0050
 // and the forms its commands use, which validate numbers with XEP-0122.
 // GatewayFeatures are the gateway's, whose forms need no validation.
 var (
-	Features        = []string{NS, NSData, NSValidate}
-	GatewayFeatures = []string{NS, NSData}
+	Features        = []string{NS, wire.NSData, wire.NSValidate}
+	GatewayFeatures = []string{NS, wire.NSData}
 )
 
 // Identity of a command node (XEP-0050 §2.2, XEP-0030 registry).

@@ -608,7 +608,9 @@ func normalizeDecimal(s string) string {
 // check validates args against the schema and turns the first failure
 // into a FieldError for the property it concerns.
 func check(inputSchema, args []byte, p plan) error {
-	sch, err := manifest.CompileSchema(inputSchema, true, manifest.Options{})
+	// The pinned schema was compiled at admission or for an earlier
+	// command; the cache holds it, and its budget bounds the check.
+	sch, err := manifest.CachedValidator(inputSchema, true)
 	if err != nil {
 		return ErrNoSchema
 	}
@@ -619,6 +621,9 @@ func check(inputSchema, args []byte, p plan) error {
 	err = sch.Validate(inst)
 	if err == nil {
 		return nil
+	}
+	if errors.Is(err, manifest.ErrValidationBudget) {
+		return &FieldError{Var: JSONVar, Label: "Arguments (JSON)", Reason: "are too complex to check within the limits"}
 	}
 	var ve *jsonschema.ValidationError
 	if !errors.As(err, &ve) {

@@ -34,12 +34,6 @@ const (
 	sessionPrefix = "ah"
 )
 
-// ErrSessionExpired answers a sessionid of a task that no longer exists
-// (XEP-0050 §4.4 session-expired is not-allowed). Hidden, ungranted and
-// nonexistent commands all answer surface.ErrItemNotFound, the same bytes
-// as the directory's.
-var ErrSessionExpired = surface.ErrNotAllowed
-
 // Task is what the service shows of a task: the committed task and, for
 // one that runs, the latest progress it reported.
 type Task struct {
@@ -195,7 +189,7 @@ func (s *Service) Info(ctx context.Context, r Request, node string) (wire.InfoRe
 func CommandInfo(node, name string) wire.InfoResult {
 	return wire.InfoResult{Node: node,
 		Identities: []wire.Identity{{Category: CategoryAutomation, Type: TypeCommandNode, Name: name}},
-		Features:   []string{NS, NSData}}
+		Features:   []string{NS, wire.NSData}}
 }
 
 func toolTitle(t *manifest.Tool) string {

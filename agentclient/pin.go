@@ -34,7 +34,7 @@ type Pin struct {
 	// Tool is the tool definition; nil for a "flags" pin.
 	Tool *manifest.Tool
 	// input validates arguments; nil for a "flags" pin.
-	input *jsonschema.Schema
+	input *manifest.Validator
 }
 
 // HashB64 is the pinned hash as XEP-0300 writes it.
@@ -160,7 +160,7 @@ func (c *Client) PinTool(ctx context.Context, m *manifest.Manifest, toolName str
 		mh != m.Hash || sh != t.InputHash || !api.VerifyJSON(sc.JSON, sc.SchemaHash) {
 		return nil, pinError("the input schema from %s does not match the pinned manifest", endpoint)
 	}
-	if p.input, err = manifest.CompileSchema([]byte(sc.JSON), true, manifest.Options{}); err != nil {
+	if p.input, err = manifest.CachedValidator([]byte(sc.JSON), true); err != nil {
 		return nil, pinError("the input schema from %s does not compile: %v", endpoint, err)
 	}
 	return p, nil
@@ -180,7 +180,7 @@ func PinManifest(m *manifest.Manifest, toolName string) (*Pin, error) {
 	if err != nil {
 		return nil, err
 	}
-	if p.input, err = manifest.CompileSchema(p.Tool.InputSchema, true, manifest.Options{}); err != nil {
+	if p.input, err = manifest.CachedValidator(p.Tool.InputSchema, true); err != nil {
 		return nil, fmt.Errorf("input schema of %s: %w", SafeText(toolName, 100), err)
 	}
 	return p, nil
@@ -225,8 +225,9 @@ func (p *Pin) CanonicalArgs(raw []byte) ([]byte, error) {
 	return canon, nil
 }
 
-// ValidateJSON validates canonical JSON against a compiled schema.
-func ValidateJSON(s *jsonschema.Schema, canonical []byte) error {
+// ValidateJSON validates canonical JSON against a compiled schema, within
+// its validation budget.
+func ValidateJSON(s *manifest.Validator, canonical []byte) error {
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(canonical))
 	if err != nil {
 		return err

@@ -235,7 +235,7 @@ func ParseInputRequest(b []byte) (InputRequest, error) {
 // Validate checks a canonical answer against the request's schema. The
 // target validates authoritatively; this spares a round trip.
 func (in InputRequest) Validate(canon []byte) error {
-	s, err := manifest.CompileSchema(in.Schema, false, manifest.Options{})
+	s, err := manifest.CachedValidator(in.Schema, false)
 	if err != nil {
 		// A schema this client cannot compile is left to the target.
 		return nil

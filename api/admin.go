@@ -8,6 +8,7 @@ import (
 	"agentgw/db"
 	"agentgw/manifest"
 	"agentgw/policy"
+	"agentgw/surface"
 	"agentgw/wire"
 
 	"mellium.im/xmpp/jid"
@@ -33,11 +34,11 @@ func (s *Service) Register(ctx context.Context, req Request) (xml.TokenReader, e
 	admin := req.Policy.IsAdmin(req.From)
 	self := s.selfRegistrant(req.Policy, req.From)
 	if !admin && !self {
-		return nil, ErrForbidden
+		return nil, surface.ErrForbidden
 	}
 	r, err := ParseRegister(req.Payload)
 	if err != nil {
-		return nil, ErrBadRequest
+		return nil, surface.ErrBadRequest
 	}
 	// The domain rule depends on the path, which depends on agent.jid:
 	// parse without it, then apply the path's rule.
@@ -58,9 +59,9 @@ func (s *Service) Register(ctx context.Context, req Request) (xml.TokenReader, e
 	case admin:
 		// An admin provisions virtual endpoints only: an account's
 		// manifest is registered by that account.
-		return nil, ErrNotAcceptable
+		return nil, surface.ErrNotAcceptable
 	default:
-		return nil, ErrForbidden
+		return nil, surface.ErrForbidden
 	}
 	if err := CheckServable(m); err != nil {
 		return nil, manifestError(err)
@@ -86,21 +87,21 @@ func (s *Service) authorize(ctx context.Context, req Request, owner bool) error 
 		return nil
 	}
 	if !owner || !s.selfRegistrant(req.Policy, req.From) {
-		return ErrForbidden
+		return surface.ErrForbidden
 	}
 	attr, _ := req.Payload.AttrValue("jid")
 	endpoint, err := parseEndpointJID(attr)
 	if err != nil || endpoint != req.From.Bare().String() {
-		return ErrForbidden
+		return surface.ErrForbidden
 	}
 	st, err := s.Store.Status(ctx, endpoint)
 	switch {
 	case errors.Is(err, db.ErrNotFound):
-		return ErrForbidden
+		return surface.ErrForbidden
 	case err != nil:
 		return err
 	case st.Origin != db.OriginSelf:
-		return ErrForbidden
+		return surface.ErrForbidden
 	}
 	return nil
 }
@@ -113,11 +114,11 @@ func (s *Service) Activate(ctx context.Context, req Request) (xml.TokenReader, e
 	}
 	a, err := ParseActivate(req.Payload)
 	if err != nil {
-		return nil, ErrBadRequest
+		return nil, surface.ErrBadRequest
 	}
 	endpoint, err := parseEndpointJID(a.JID)
 	if err != nil {
-		return nil, ErrBadRequest
+		return nil, surface.ErrBadRequest
 	}
 	digest := [32]byte(a.Hash)
 	if err := s.Store.Activate(ctx, endpoint, a.Version, &digest); err != nil {
@@ -168,11 +169,11 @@ func (s *Service) RemoveVersion(ctx context.Context, req Request) (xml.TokenRead
 	}
 	rv, err := ParseRemoveVersion(req.Payload)
 	if err != nil {
-		return nil, ErrBadRequest
+		return nil, surface.ErrBadRequest
 	}
 	endpoint, err := parseEndpointJID(rv.JID)
 	if err != nil {
-		return nil, ErrBadRequest
+		return nil, surface.ErrBadRequest
 	}
 	if err := s.Store.RemoveVersion(ctx, endpoint, rv.Version); err != nil {
 		return nil, storeError(err)
@@ -202,11 +203,11 @@ func (s *Service) endpointOp(ctx context.Context, req Request, name xml.Name, ow
 	}
 	op, err := ParseEndpointOp(req.Payload, name)
 	if err != nil {
-		return "", ErrBadRequest
+		return "", surface.ErrBadRequest
 	}
 	endpoint, err := parseEndpointJID(op.JID)
 	if err != nil {
-		return "", ErrBadRequest
+		return "", surface.ErrBadRequest
 	}
 	return endpoint, nil
 }

@@ -128,18 +128,6 @@ func GatewayFeatures(p *policy.Policy) []string {
 	return out
 }
 
-// The stanza errors this package answers with: entries of the one table
-// (package surface), named here for its handlers. Hidden and nonexistent
-// objects share ErrNotFound: the same bytes everywhere.
-var (
-	ErrNotFound           = surface.ErrItemNotFound
-	ErrBadRequest         = surface.ErrBadRequest
-	ErrForbidden          = surface.ErrForbidden
-	ErrConflict           = surface.ErrConflict
-	ErrNotAcceptable      = surface.ErrNotAcceptable
-	ErrResourceConstraint = surface.ErrResourceConstraint
-)
-
 // Service answers the agent API from the store, under the visibility
 // decision of the directory.
 type Service struct {
@@ -174,11 +162,11 @@ func manifestError(err error) error {
 	}
 	switch me.Kind {
 	case manifest.KindTooLarge:
-		return ErrResourceConstraint
+		return surface.ErrResourceConstraint
 	case manifest.KindMalformed:
-		return ErrBadRequest
+		return surface.ErrBadRequest
 	}
-	return ErrNotAcceptable
+	return surface.ErrNotAcceptable
 }
 
 // storeError maps the store's sentinel errors to stanza errors; anything
@@ -186,12 +174,12 @@ func manifestError(err error) error {
 func storeError(err error) error {
 	switch {
 	case errors.Is(err, db.ErrNotFound):
-		return ErrNotFound
+		return surface.ErrItemNotFound
 	case errors.Is(err, db.ErrConflict), errors.Is(err, db.ErrHashMismatch),
 		errors.Is(err, db.ErrActive), errors.Is(err, db.ErrRetained):
-		return ErrConflict
+		return surface.ErrConflict
 	case errors.Is(err, db.ErrQuota):
-		return ErrResourceConstraint
+		return surface.ErrResourceConstraint
 	}
 	return err
 }

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"agentgw/manifest"
+	"agentgw/wire"
 )
 
 // Limits of this package. Registration also applies manifest.DefaultLimits:
@@ -24,8 +25,8 @@ import (
 // same for every target, so it discloses nothing.
 const (
 	// MaxServedJSONBytes bounds the canonical manifest as it goes on the
-	// wire: its length once escaped by the XML encoder (which writes '"'
-	// as &#34;). A <manifest/> result is about this size, and each
+	// wire: its length once escaped (wire.EscapedLen, which counts '"' as
+	// the &quot; a server writes for the next hop). A <manifest/> result is about this size, and each
 	// <schema/> result smaller. Prosody's defaults accept 512 KiB stanzas
 	// from a component and over s2s (component_stanza_size_limit,
 	// s2s_stanza_size_limit); ejabberd's usual s2s max_stanza_size is
@@ -39,28 +40,15 @@ const (
 	cacheMaxBytes   = 32 << 20
 )
 
-// escapedLen is the length of s once Go's XML encoder has escaped it as
-// character data: quotes, apostrophes, ampersands, tabs, newlines and
-// carriage returns become five bytes, angle brackets four.
-func escapedLen(s []byte) int {
-	n := len(s)
-	for _, c := range s {
-		switch c {
-		case '"', '\'', '&', '\t', '\n', '\r':
-			n += 4
-		case '<', '>':
-			n += 3
-		}
-	}
-	return n
-}
-
 // CheckServable reports whether the gateway can serve m's canonical form in
 // a <manifest/> result. Registration over XMPP and through the CLI both call
 // it, so what is stored can always be served. The error is a
 // *manifest.Error of kind KindTooLarge.
 func CheckServable(m *manifest.Manifest) error {
-	if n := escapedLen(m.Canonical); n > MaxServedJSONBytes {
+	// wire.EscapedLen counts a quote as the six bytes of &quot;, not the
+	// five Go's encoder writes: a server re-serializes it so for the next
+	// hop, whose s2s limit this one must keep to too.
+	if n := wire.EscapedLen(m.Canonical); n > MaxServedJSONBytes {
 		return &manifest.Error{Kind: manifest.KindTooLarge,
 			Msg: fmt.Sprintf("canonical manifest is %d bytes as XML text, limit is %d", n, MaxServedJSONBytes)}
 	}

@@ -232,7 +232,7 @@ func (w *modelWorld) check(fresh bool, last string) {
 			exact := func(what string, err error, got string, gotHash wire.Hash) {
 				t.Helper()
 				switch {
-				case errors.Is(err, api.ErrNotFound):
+				case errors.Is(err, surface.ErrItemNotFound):
 					if fresh && wantFound {
 						t.Fatalf("%s of %s: item-not-found, SQL has it", what, where)
 					}
@@ -346,7 +346,7 @@ func (w *modelWorld) check(fresh bool, last string) {
 			// A requester who may see nothing gets the same not-found.
 			if _, err := answer(w, func(ctx context.Context) (xml.TokenReader, error) {
 				return w.svc.ManifestRequest(ctx, w.request(w.mallory, j, mr))
-			}); !errors.Is(err, api.ErrNotFound) {
+			}); !errors.Is(err, surface.ErrItemNotFound) {
 				t.Fatalf("hidden manifest of %s: %v", where, err)
 			}
 		}

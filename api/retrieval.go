@@ -6,6 +6,7 @@ import (
 
 	"agentgw/db"
 	"agentgw/manifest"
+	"agentgw/surface"
 	"agentgw/wire"
 )
 
@@ -60,7 +61,7 @@ func (s *Service) parsed(v db.Version) (*manifest.Manifest, error) {
 func (s *Service) ManifestRequest(ctx context.Context, req Request) (xml.TokenReader, error) {
 	mr, err := ParseManifestRequest(req.Payload)
 	if err != nil {
-		return nil, ErrBadRequest
+		return nil, surface.ErrBadRequest
 	}
 	v, err := s.visibleVersion(ctx, req, mr.Version)
 	if err != nil {
@@ -68,8 +69,8 @@ func (s *Service) ManifestRequest(ctx context.Context, req Request) (xml.TokenRe
 	}
 	// Registration refuses what cannot be served; this guards rows written
 	// before that rule, which must never reach the wire and cost the stream.
-	if escapedLen(v.Canonical) > MaxServedJSONBytes {
-		return nil, ErrResourceConstraint
+	if wire.EscapedLen(v.Canonical) > MaxServedJSONBytes {
+		return nil, surface.ErrResourceConstraint
 	}
 	return Manifest{Version: v.Version, Hash: wire.Hash(v.Hash), JSON: string(v.Canonical)}.TokenReader(), nil
 }
@@ -81,14 +82,14 @@ func (s *Service) ManifestRequest(ctx context.Context, req Request) (xml.TokenRe
 func (s *Service) SchemaRequest(ctx context.Context, req Request) (xml.TokenReader, error) {
 	sr, err := ParseSchemaRequest(req.Payload)
 	if err != nil {
-		return nil, ErrBadRequest
+		return nil, surface.ErrBadRequest
 	}
 	v, err := s.visibleVersion(ctx, req, sr.Version)
 	if err != nil {
 		return nil, err
 	}
 	if sr.Hash != v.Hash {
-		return nil, ErrConflict
+		return nil, surface.ErrConflict
 	}
 	m, err := s.parsed(v)
 	if err != nil {
@@ -96,14 +97,14 @@ func (s *Service) SchemaRequest(ctx context.Context, req Request) (xml.TokenRead
 	}
 	t, ok := m.Tool(sr.Tool)
 	if !ok {
-		return nil, ErrNotFound
+		return nil, surface.ErrItemNotFound
 	}
 	schema, digest := t.InputSchema, t.InputHash
 	if sr.Direction == DirectionOutput {
 		schema, digest = t.OutputSchema, t.OutputHash
 	}
 	if schema == nil {
-		return nil, ErrNotFound
+		return nil, surface.ErrItemNotFound
 	}
 	return Schema{
 		Tool: t.Name, Version: v.Version, Direction: sr.Direction,

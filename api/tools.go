@@ -9,6 +9,7 @@ import (
 	"agentgw/db"
 	"agentgw/directory"
 	"agentgw/manifest"
+	"agentgw/surface"
 	"agentgw/wire"
 )
 
@@ -43,7 +44,7 @@ func (s *Service) NodeInfo(ctx context.Context, req Request, node string) (wire.
 		}
 		return s.toolInfo(node, v, t), nil
 	}
-	return wire.InfoResult{}, ErrNotFound
+	return wire.InfoResult{}, surface.ErrItemNotFound
 }
 
 // NodeItems answers disco#items on a node of an endpoint. A tool collection
@@ -71,14 +72,14 @@ func (s *Service) NodeItems(ctx context.Context, req Request, node string) (wire
 		}
 		return wire.ItemsResult{Node: node}, nil
 	}
-	return wire.ItemsResult{}, ErrNotFound
+	return wire.ItemsResult{}, surface.ErrItemNotFound
 }
 
 // collection resolves a tool collection node to its version.
 func (s *Service) collection(ctx context.Context, req Request, node string) (db.Version, error) {
 	version, err := manifest.ParseToolsNode(node)
 	if err != nil {
-		return db.Version{}, ErrNotFound
+		return db.Version{}, surface.ErrItemNotFound
 	}
 	return s.visibleVersion(ctx, req, version)
 }
@@ -89,7 +90,7 @@ func (s *Service) collection(ctx context.Context, req Request, node string) (db.
 func (s *Service) tool(ctx context.Context, req Request, node string) (db.Version, *manifest.Tool, error) {
 	version, name, err := manifest.ParseToolNode(node)
 	if err != nil {
-		return db.Version{}, nil, ErrNotFound
+		return db.Version{}, nil, surface.ErrItemNotFound
 	}
 	v, err := s.visibleVersion(ctx, req, version)
 	if err != nil {
@@ -101,7 +102,7 @@ func (s *Service) tool(ctx context.Context, req Request, node string) (db.Versio
 	}
 	t, ok := m.Tool(name)
 	if !ok {
-		return db.Version{}, nil, ErrNotFound
+		return db.Version{}, nil, surface.ErrItemNotFound
 	}
 	return v, t, nil
 }
@@ -157,7 +158,7 @@ func (s *Service) toolInfo(node string, v db.Version, t *manifest.Tool) wire.Inf
 func (s *Service) toolPage(node string, v db.Version, m *manifest.Manifest, payload wire.Element) (wire.ItemsResult, error) {
 	rsm, _, err := wire.FindRSM(payload)
 	if err != nil {
-		return wire.ItemsResult{}, ErrBadRequest
+		return wire.ItemsResult{}, surface.ErrBadRequest
 	}
 	tools := make([]*manifest.Tool, len(m.Tools))
 	for i := range m.Tools {
@@ -178,7 +179,7 @@ func (s *Service) toolPage(node string, v db.Version, m *manifest.Manifest, payl
 	case rsm.After != nil:
 		name, ok := decode(*rsm.After)
 		if !ok {
-			return wire.ItemsResult{}, ErrBadRequest
+			return wire.ItemsResult{}, surface.ErrBadRequest
 		}
 		lo = sort.Search(len(tools), func(i int) bool { return tools[i].Name > name })
 		hi = min(lo+size, len(tools))
@@ -186,7 +187,7 @@ func (s *Service) toolPage(node string, v db.Version, m *manifest.Manifest, payl
 		if *rsm.Before != "" {
 			name, ok := decode(*rsm.Before)
 			if !ok {
-				return wire.ItemsResult{}, ErrBadRequest
+				return wire.ItemsResult{}, surface.ErrBadRequest
 			}
 			hi = sort.Search(len(tools), func(i int) bool { return tools[i].Name >= name })
 		}

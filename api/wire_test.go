@@ -225,4 +225,19 @@ func TestCheckServable(t *testing.T) {
 	if !errors.As(err, &me) || me.Kind != manifest.KindTooLarge {
 		t.Errorf("160 KB of ampersands: %v, want KindTooLarge", err)
 	}
+
+	// A quote counts as the six bytes of &quot; a server writes for the
+	// next hop, not the five of Go's &#34;: a manifest that fits only at
+	// five bytes a quote is refused.
+	base := manifestWith(tools(8, "")).Canonical
+	quotes := strings.Count(string(base), `"`)
+	goLen := wire.EscapedLen(base) - quotes         // at five bytes a quote
+	k := (api.MaxServedJSONBytes - goLen) / (8 * 6) // each description quote is \" in JSON
+	m := manifestWith(tools(8, strings.Repeat(`"`, k)))
+	if n := wire.EscapedLen(m.Canonical) - strings.Count(string(m.Canonical), `"`); n > api.MaxServedJSONBytes {
+		t.Fatalf("test manifest is %d bytes at five a quote, want it to fit", n)
+	}
+	if err := api.CheckServable(m); !errors.As(err, &me) || me.Kind != manifest.KindTooLarge {
+		t.Errorf("manifest over the limit only at six bytes a quote: %v, want KindTooLarge", err)
+	}
 }

@@ -17,7 +17,7 @@ const scrapeTimeout = 2 * time.Second
 
 // newLogger builds serve's logger from [log]: level and text or JSON.
 func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
-	level := map[string]slog.Level{"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError}[cfg.LogLevel]
+	level, _ := config.LogLevel(cfg.LogLevel)
 	opts := &slog.HandlerOptions{Level: level}
 	if cfg.LogFormat == "json" {
 		return slog.New(slog.NewJSONHandler(w, opts))

@@ -202,7 +202,7 @@ func endpointArg(s string) (jid.JID, error) {
 // never from the command line, where other users could read it.
 func readPassword(file string) (string, error) {
 	if file != "" {
-		// A password file that group or others can read is refused.
+		// A password file that group or others can read or write is refused.
 		b, err := secretfile.Read(file, 4096)
 		if err != nil {
 			return "", fmt.Errorf("client: password file: %w", err)

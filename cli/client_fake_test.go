@@ -431,7 +431,7 @@ func (f *fakeTarget) discoItems(node string, el wire.Element) (xml.TokenReader, 
 	}
 	rsm, _, err := wire.FindRSM(el)
 	if err != nil {
-		return nil, api.ErrBadRequest
+		return nil, surface.ErrBadRequest
 	}
 	var items []wire.Item
 	started := rsm.After == nil
@@ -454,14 +454,14 @@ func (f *fakeTarget) discoItems(node string, el wire.Element) (xml.TokenReader, 
 func (f *fakeTarget) schema(el wire.Element) (xml.TokenReader, error) {
 	req, err := api.ParseSchemaRequest(el)
 	if err != nil {
-		return nil, api.ErrBadRequest
+		return nil, surface.ErrBadRequest
 	}
 	if req.Hash != f.man.Hash {
-		return nil, api.ErrConflict
+		return nil, surface.ErrConflict
 	}
 	t, ok := f.man.Tool(req.Tool)
 	if !ok || req.Version != f.man.Version || req.Direction != api.DirectionInput {
-		return nil, api.ErrNotFound
+		return nil, surface.ErrItemNotFound
 	}
 	return api.Schema{Tool: t.Name, Version: f.man.Version, Direction: api.DirectionInput,
 		ManifestHash: wire.Hash(f.man.Hash), SchemaHash: wire.Hash(t.InputHash), JSON: string(t.InputSchema)}.TokenReader(), nil

@@ -40,7 +40,7 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if err != nil {
 		return err
 	}
-	level := map[string]slog.Level{"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError}[cfg.LogLevel]
+	level, _ := config.LogLevel(cfg.LogLevel)
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
 	accounts, err := mcpAccounts(cfg.MCP, *account, *httpAddr != "")

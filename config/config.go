@@ -511,12 +511,8 @@ func (f File) Validate(dir, path string) (*Config, error) {
 	}
 
 	// [log]
-	switch f.Log.Level {
-	case "debug", "info", "warn", "error":
-		c.LogLevel = f.Log.Level
-	default:
-		bad("log.level", "must be one of debug, info, warn, error")
-	}
+	checkLogLevel(f.Log.Level, bad)
+	c.LogLevel = f.Log.Level
 	switch f.Log.Format {
 	case "text", "json":
 		c.LogFormat = f.Log.Format
@@ -852,7 +848,7 @@ func readSecret(path string) ([]byte, error) {
 	if info.Size() > maxSecretBytes {
 		return nil, fmt.Errorf("larger than %d bytes", maxSecretBytes)
 	}
-	// A secret that group or others can read is refused, naming the
+	// A secret that group or others can read or write is refused, naming the
 	// file and its mode (internal/secretfile).
 	b, err := secretfile.Read(path, maxSecretBytes)
 	if errors.Is(err, secretfile.ErrExposed) {

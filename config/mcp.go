@@ -254,7 +254,7 @@ func readableFile(key, dir, p string, bad func(key, format string, args ...any))
 }
 
 // secretFile is readableFile for a file that holds a secret: it is also
-// refused if group or others can read it (internal/secretfile).
+// refused if group or others can read or write it (internal/secretfile).
 func secretFile(key, dir, p string, bad func(key, format string, args ...any)) string {
 	p = readableFile(key, dir, p, bad)
 	if p == "" {

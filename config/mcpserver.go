@@ -3,7 +3,6 @@ package config
 import (
 	"bytes"
 	"crypto/subtle"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -167,11 +166,7 @@ func LoadMCP(path string) (*MCPConfig, error) {
 		errs = append(errs, fmt.Errorf("%s: "+format, append([]any{key}, args...)...))
 	}
 	c := &MCPConfig{Path: path, LogLevel: f.Log.Level}
-	switch f.Log.Level {
-	case "debug", "info", "warn", "error":
-	default:
-		bad("log.level", "must be one of debug, info, warn, error")
-	}
+	checkLogLevel(f.Log.Level, bad)
 	c.MCP = f.MCP.build(filepath.Dir(path), true, bad)
 	if len(errs) > 0 {
 		return nil, errs
@@ -320,16 +315,11 @@ func (m MCPServerFile) build(dir string, needAccount bool, bad func(key, format 
 // minTokenBytes is the shortest bearer token accepted.
 const minTokenBytes = 16
 
-// readPrivate reads a password or token file: the secret alone on one line,
-// in a file that neither group nor others may read.
+// readPrivate reads a password or token file as every secret file is read
+// (readSecret: the secret alone on one line, in a file that neither group
+// nor others may read or write, internal/secretfile), into a copy of its
+// own.
 func readPrivate(path string) ([]byte, error) {
-	info, err := os.Stat(path)
-	if err != nil {
-		return nil, fmt.Errorf("cannot read: %w", errors.Unwrap(err))
-	}
-	if perm := info.Mode().Perm(); perm&0o077 != 0 {
-		return nil, fmt.Errorf("%s can be read or written by group or others (mode %04o): chmod 600 it", path, perm)
-	}
 	b, err := readSecret(path)
 	if err != nil {
 		return nil, err

@@ -55,15 +55,6 @@ func (s *session) lastIn() time.Time { return time.Unix(0, s.lastNS.Load()) }
 // request type of every surface. route sets its Policy.
 type Request = surface.Request
 
-// The errors the dispatcher answers with itself, by short names: entries
-// of the one table (package surface).
-var (
-	errServiceUnavailable = surface.ErrServiceUnavailable
-	errBadRequest         = surface.ErrBadRequest
-	errResource           = surface.ErrResourceConstraint
-	errInternal           = surface.ErrInternalServerError
-)
-
 // handler is what Serve calls for every top-level element. It only buffers
 // and dispatches: mellium's Serve ends the stream if a handler returns an
 // error, so only I/O errors are returned.
@@ -162,18 +153,18 @@ func (s *session) dispatchIQ(el wire.Element, tooLarge bool) {
 	}
 	req := &Request{ID: id, Type: stanza.IQType(typ), From: from, To: to}
 	if tooLarge {
-		s.reject(req, errResource)
+		s.reject(req, surface.ErrResourceConstraint)
 		return
 	}
 	kids := el.Children()
 	if len(kids) != 1 {
 		// RFC 6120 §8.2.3: a get or set has exactly one payload.
-		s.reject(req, errBadRequest)
+		s.reject(req, surface.ErrBadRequest)
 		return
 	}
 	req.Payload = kids[0]
 	if !s.g.allowSender(from, time.Now()) {
-		s.reject(req, errResource)
+		s.reject(req, surface.ErrResourceConstraint)
 		return
 	}
 	if s.answerFromMemory(req) {
@@ -190,7 +181,7 @@ func (s *session) dispatchIQ(el wire.Element, tooLarge bool) {
 	select {
 	case s.g.workers <- struct{}{}:
 	default:
-		s.reject(req, errResource)
+		s.reject(req, surface.ErrResourceConstraint)
 		return
 	}
 	go func() {
@@ -221,7 +212,7 @@ func (s *session) handle(req *Request) {
 		// A bug in one handler must not take the gateway down.
 		if r := recover(); r != nil {
 			s.g.log.Error("handler panic", "to", req.To.String(), "payload", req.Payload.Start.Name.Space+" "+req.Payload.Start.Name.Local, "panic", r)
-			s.replyError(req, errInternal)
+			s.replyError(req, surface.ErrInternalServerError)
 		}
 	}()
 	start := time.Now()
@@ -294,7 +285,7 @@ func (s *session) dispatchMessage(el wire.Element) {
 		return
 	}
 	msg := stanza.Message{ID: id, From: to, To: from, Type: stanza.ErrorMessage}
-	s.quick(func() { s.send(msg.Wrap(errServiceUnavailable.TokenReader())) })
+	s.quick(func() { s.send(msg.Wrap(surface.ErrServiceUnavailable.TokenReader())) })
 }
 
 // replyResult answers req from the JID it was addressed to.
@@ -304,7 +295,7 @@ func (s *session) replyResult(req *Request, payload xml.TokenReader) {
 	payload, ok := boundPayload(payload)
 	if !ok {
 		s.g.log.Warn("reply over the stanza size limit refused", "to", req.To.String(), "payload", req.Payload.Start.Name.Space+" "+req.Payload.Start.Name.Local, "limit", wire.MaxStanzaBytes)
-		s.replyError(req, errResource)
+		s.replyError(req, surface.ErrResourceConstraint)
 		return
 	}
 	iq := stanza.IQ{ID: req.ID, Type: stanza.ResultIQ, From: req.To, To: req.From}
@@ -319,7 +310,7 @@ func (s *session) replyError(req *Request, err error) {
 	se, ok := surface.Wire(err)
 	if !ok {
 		s.g.log.Error("request failed", "to", req.To.String(), "payload", req.Payload.Start.Name.Space+" "+req.Payload.Start.Name.Local, "err", err)
-		se = errInternal
+		se = surface.ErrInternalServerError
 	}
 	iq := stanza.IQ{ID: req.ID, Type: stanza.ErrorIQ, From: req.To, To: req.From}
 	s.send(iq.Wrap(se.TokenReader()))

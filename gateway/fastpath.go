@@ -9,6 +9,7 @@ import (
 	"agentgw/metrics"
 	"agentgw/ping"
 	"agentgw/search"
+	"agentgw/surface"
 
 	"mellium.im/xmpp/stanza"
 )
@@ -51,7 +52,7 @@ func (s *session) answerFromMemory(req *Request) (answered bool) {
 		// A bug in one handler must not take the gateway down.
 		if r := recover(); r != nil {
 			s.g.log.Error("handler panic", "to", req.To.String(), "payload", req.Payload.Start.Name.Space+" "+req.Payload.Start.Name.Local, "panic", r)
-			s.replyError(req, errInternal)
+			s.replyError(req, surface.ErrInternalServerError)
 			answered = true
 		}
 	}()

@@ -34,6 +34,7 @@ import (
 	"agentgw/db"
 	"agentgw/legacy"
 	"agentgw/policy"
+	"agentgw/surface"
 	"agentgw/wire"
 
 	"mellium.im/xmpp/jid"
@@ -365,7 +366,7 @@ func (p *presenceState) handle(in inboundPresence) {
 			// changes. The sender's server may ask again later.
 			g.log.Info("presence subscription refused: quota", "endpoint", ep)
 			pr := stanza.Presence{ID: in.id, From: in.endpoint, To: in.from, Type: stanza.ErrorPresence}
-			p.s.send(pr.Wrap(errResource.TokenReader()))
+			p.s.send(pr.Wrap(surface.ErrResourceConstraint.TokenReader()))
 			return
 		}
 	case legacy.StoreUnsubscribe:

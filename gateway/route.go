@@ -7,6 +7,7 @@ import (
 
 	"agentgw/adhoc"
 	"agentgw/policy"
+	"agentgw/surface"
 	"agentgw/wire"
 
 	"mellium.im/xmpp/stanza"
@@ -102,7 +103,7 @@ func (g *Gateway) route(ctx context.Context, req *Request) (xml.TokenReader, err
 	req.Policy = g.Policy()
 	to := req.To
 	if to.Domainpart() != g.domain.Domainpart() || to.Resourcepart() != "" {
-		return nil, errServiceUnavailable
+		return nil, surface.ErrServiceUnavailable
 	}
 	table := g.endpointIQ
 	if to.Localpart() == "" {
@@ -110,7 +111,7 @@ func (g *Gateway) route(ctx context.Context, req *Request) (xml.TokenReader, err
 	}
 	h, ok := table[iqKey{req.Type, req.Payload.Start.Name}]
 	if !ok {
-		return nil, errServiceUnavailable
+		return nil, surface.ErrServiceUnavailable
 	}
 	return h(g, ctx, req)
 }

@@ -36,7 +36,7 @@ func (g *Gateway) SendEvent(from, to jid.JID, ev task.Event) error {
 func taskInvoke(g *Gateway, ctx context.Context, req *Request) (xml.TokenReader, error) {
 	svc := g.tasks.Load()
 	if svc == nil {
-		return nil, errServiceUnavailable
+		return nil, surface.ErrServiceUnavailable
 	}
 	adm, err := svc.Invoke(ctx, *req)
 	metrics.Admission(err, adm.Dispatch == nil)
@@ -69,7 +69,7 @@ func taskCall[T interface{ TokenReader() xml.TokenReader }](op func(*taskd.Servi
 	return func(g *Gateway, ctx context.Context, req *Request) (xml.TokenReader, error) {
 		svc := g.tasks.Load()
 		if svc == nil {
-			return nil, errServiceUnavailable
+			return nil, surface.ErrServiceUnavailable
 		}
 		res, err := op(svc, ctx, *req)
 		if err != nil {

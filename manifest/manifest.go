@@ -264,11 +264,14 @@ func addSchemas(t *Tool, def map[string]any, i int, opts Options, lim Limits, re
 		if err != nil {
 			return err
 		}
-		if opts.KeepValidators {
-			*dir.validator = val
-		}
 		*dir.bytes = canon
 		*dir.hash = sha256.Sum256(canon)
+		if opts.KeepValidators {
+			*dir.validator = val
+			if opts.cacheable() {
+				compiled.put(cacheKey{*dir.hash, dir.input}, val, len(canon))
+			}
+		}
 	}
 	return nil
 }

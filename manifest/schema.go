@@ -156,10 +156,7 @@ func compileSchema(doc any, path string, input bool, opts Options, lim Limits, r
 		return nil, err
 	}
 
-	c := jsonschema.NewCompiler()
-	// Pinned, because the library's default draft may change over time.
-	c.DefaultDraft(jsonschema.Draft2020)
-	c.AssertVocabs()
+	c := NewCompiler()
 	c.UseLoader(&refLoader{opts: opts, lim: lim, path: path, regexCost: regexCost})
 	// Every pattern was bounded by the walk (or, in a loaded document, by
 	// the loader's walk); the engine compiles each one once.

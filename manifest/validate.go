@@ -26,24 +26,13 @@ const ManifestSchemaID = "urn:xmpp:agent-api:0:manifest-json"
 // ManifestSchema returns the normative manifest JSON Schema, as embedded.
 func ManifestSchema() []byte { return bytes.Clone(manifestSchemaJSON) }
 
-// denyLoader refuses every URL. The manifest schema refers only to the
-// 2020-12 meta-schema, which the library embeds and never loads.
-type denyLoader struct{}
-
-func (denyLoader) Load(u string) (any, error) {
-	return nil, errors.New("manifest: loading of external schema resources is disabled")
-}
-
 // manifestSchema compiles the embedded schema once.
 var manifestSchema = sync.OnceValues(func() (*jsonschema.Schema, error) {
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(manifestSchemaJSON))
 	if err != nil {
 		return nil, fmt.Errorf("manifest: decode embedded schema: %w", err)
 	}
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	c.AssertVocabs()
-	c.UseLoader(denyLoader{})
+	c := NewCompiler()
 	if err := c.AddResource(ManifestSchemaID, doc); err != nil {
 		return nil, fmt.Errorf("manifest: add embedded schema: %w", err)
 	}

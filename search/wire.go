@@ -74,7 +74,7 @@ func (r Request) TokenReader() xml.TokenReader {
 	if r.Legacy {
 		kids = append(kids, wire.TextElem(xml.Name{Space: NS, Local: FieldNick}, r.Nick))
 	} else {
-		form := wire.Form{Type: "submit", FormType: NS, Fields: []wire.Field{{Var: FieldNick, Values: []string{r.Nick}}}}
+		form := wire.Form{Type: wire.FormSubmit, FormType: NS, Fields: []wire.Field{{Var: FieldNick, Values: []string{r.Nick}}}}
 		kids = append(kids, form.TokenReader())
 	}
 	return wire.Elem(Name, nil, kids...)
@@ -174,51 +174,12 @@ func parseSubmission(x wire.Element) (string, error) {
 	return nick, nil
 }
 
-// parseForm reads a data form's title and fields, lifting a hidden-or-
-// untyped FORM_TYPE with one value into FormType. It refuses, with
-// surface.ErrBadRequest, children other than title, instructions and fields, a
-// field without var or given twice, field children other than values, and
-// markup inside a value.
+// parseForm reads a search form or submission: strictly, with values
+// only and no multi-item part. Any refusal is surface.ErrBadRequest.
 func parseForm(x wire.Element) (wire.Form, error) {
-	form := wire.Form{}
-	form.Type, _ = x.AttrValue("type")
-	seen := map[string]bool{}
-	for _, c := range x.Children() {
-		if c.Start.Name.Space != wire.NSData {
-			return form, surface.ErrBadRequest
-		}
-		switch c.Start.Name.Local {
-		case "title":
-			form.Title = c.Text()
-			continue
-		case "instructions":
-			continue
-		case "field":
-		default:
-			return form, surface.ErrBadRequest
-		}
-		var f wire.Field
-		f.Var, _ = c.AttrValue("var")
-		f.Type, _ = c.AttrValue("type")
-		f.Label, _ = c.AttrValue("label")
-		if f.Var == "" || seen[f.Var] {
-			return form, surface.ErrBadRequest
-		}
-		seen[f.Var] = true
-		for _, v := range c.Children() {
-			if v.Start.Name != (xml.Name{Space: wire.NSData, Local: "value"}) || len(v.Children()) > 0 {
-				return form, surface.ErrBadRequest
-			}
-			f.Values = append(f.Values, v.Text())
-		}
-		if f.Var == "FORM_TYPE" {
-			if len(f.Values) != 1 || (f.Type != "" && f.Type != "hidden") {
-				return form, surface.ErrBadRequest
-			}
-			form.FormType = f.Values[0]
-			continue
-		}
-		form.Fields = append(form.Fields, f)
+	form, err := wire.ParseForm(x, wire.FormRules{ValuesOnly: true})
+	if err != nil || form.Reported != nil || form.Items != nil {
+		return form, surface.ErrBadRequest
 	}
 	return form, nil
 }
@@ -253,12 +214,12 @@ func (r Result) TokenReader() xml.TokenReader {
 		}
 		kids = append(kids, toks.Reader())
 	} else {
-		form := wire.MultiResult{Reported: reportedColumns, Items: make([]wire.FormItem, 0, len(r.Items))}
+		form := wire.Form{Type: wire.FormResult, Reported: reportedColumns, Items: make([][]wire.Field, 0, len(r.Items))}
 		for _, it := range r.Items {
-			form.Items = append(form.Items, wire.FormItem{Fields: []wire.Field{
+			form.Items = append(form.Items, []wire.Field{
 				{Var: FieldJID, Values: []string{it.JID}},
 				{Var: FieldNick, Values: []string{it.Nick}},
-			}})
+			})
 		}
 		kids = append(kids, form.TokenReader())
 	}
@@ -287,7 +248,7 @@ func ParseResult(q wire.Element) (Result, error) {
 			r.Legacy = false
 			for _, row := range form.Items {
 				var it Item
-				for _, f := range row.Fields {
+				for _, f := range row {
 					v := ""
 					if len(f.Values) > 0 {
 						v = f.Values[0]

@@ -69,10 +69,10 @@ func (m *Machine) Prepare(inv Invoke, from jid.JID, man *manifest.Manifest) (Req
 		return Request{}, err
 	}
 	// Parse compiled the schema with the manifest; a Tool made otherwise
-	// goes through the cache.
+	// goes through the process-wide cache.
 	sch := tool.InputValidator()
 	if sch == nil {
-		if sch, err = m.schemas.compile(tool.InputSchema, true); err != nil {
+		if sch, err = manifest.CachedValidator(tool.InputSchema, true); err != nil {
 			// The schema passed these rules at registration.
 			return Request{}, fmt.Errorf("task: compile pinned input schema: %w", err)
 		}

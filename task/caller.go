@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"time"
 
+	"agentgw/manifest"
+
 	"mellium.im/xmpp/jid"
 )
 
@@ -98,7 +100,7 @@ func (m *Machine) ProvideInput(t *Task, rec *InputRecord, caller, target jid.JID
 	if req.ExpectedRevision != s.Task.Revision {
 		return InputOutcome{Step: s}, conflict("expected-revision is stale")
 	}
-	sch, err := m.schemas.compile(p.Schema, false)
+	sch, err := manifest.CachedValidator(p.Schema, false)
 	if err != nil {
 		return InputOutcome{Step: s}, err
 	}

@@ -101,18 +101,18 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Machine applies the task rules. It holds only configuration and a cache
-// of compiled schemas, so one Machine serves every task and goroutine.
+// Machine applies the task rules. It holds only configuration (compiled
+// schemas come from manifest.CachedValidator, shared by the process), so
+// one Machine serves every task and goroutine.
 // Every method is a pure function of its arguments and the now it is
 // given: it reads no clock, touches no store and sends nothing.
 type Machine struct {
-	cfg     Config
-	schemas *schemaCache
+	cfg Config
 }
 
 // NewMachine returns a Machine with cfg, unset fields taking defaults.
 func NewMachine(cfg Config) *Machine {
-	return &Machine{cfg: cfg.withDefaults(), schemas: newSchemaCache()}
+	return &Machine{cfg: cfg.withDefaults()}
 }
 
 // Config returns the configuration in force, defaults filled in.

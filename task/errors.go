@@ -13,8 +13,13 @@ import (
 //
 // errors.As(err, &stanzaErr) converts it to a stanza.Error, so the
 // gateway's single error-to-IQ function handles it like any other stanza
-// error. errors.Is matches on the condition alone: errors.Is(err,
-// ErrConflict) is true for every conflict.
+// error. errors.Is matches on the condition alone, across packages:
+// errors.Is(err, ErrConflict) is true for every conflict of this package,
+// and errors.Is(err, surface.ErrConflict) too, as for any conflict of
+// api, adhoc or the client's decoded replies. (The converse,
+// errors.Is(surface.ErrConflict, ErrConflict), is false, since a
+// stanza.Error matches only stanza errors: compare with the surface
+// table's entries.)
 type Error struct {
 	// Condition is the RFC 6120 defined condition.
 	Condition stanza.Condition
@@ -31,10 +36,18 @@ func (e *Error) Error() string {
 	return "task: " + string(e.Condition) + ": " + e.Text
 }
 
-// Is reports whether target is an *Error with the same condition.
+// Is reports whether target is an *Error with the same condition, or a
+// stanza.Error that the stanza error e sends matches.
 func (e *Error) Is(target error) bool {
-	t, ok := target.(*Error)
-	return ok && t.Condition == e.Condition
+	switch t := target.(type) {
+	case *Error:
+		return t.Condition == e.Condition
+	case stanza.Error:
+		// What e sends, compared as mellium compares stanza errors:
+		// errors.Is(task.ErrNotFound, surface.ErrItemNotFound) holds.
+		return e.StanzaError().Is(t)
+	}
+	return false
 }
 
 // As converts e to a stanza.Error for errors.As.

@@ -2,7 +2,6 @@ package task
 
 import (
 	"bytes"
-	"crypto/sha256"
 	_ "embed" // for the normative event schema
 	"encoding/json"
 	"errors"
@@ -28,24 +27,16 @@ const EventSchemaID = "urn:xmpp:agent-task:0:event-json"
 // EventSchema returns the embedded event payload schema.
 func EventSchema() []byte { return bytes.Clone(eventSchemaJSON) }
 
-// denyLoader refuses every URL: the event schema refers only to itself
-// and to the 2020-12 meta-schema, which the validator embeds.
-type denyLoader struct{}
-
-func (denyLoader) Load(string) (any, error) {
-	return nil, errors.New("task: loading external schema resources is disabled")
-}
-
 // eventSchemas compiles one validator per event type, once.
 var eventSchemas = sync.OnceValues(func() (map[EventType]*jsonschema.Schema, error) {
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(eventSchemaJSON))
 	if err != nil {
 		return nil, fmt.Errorf("task: decode event schema: %w", err)
 	}
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
+	// The event schema refers only to itself and to the 2020-12
+	// meta-schema: the shared setup, which loads nothing, with formats.
+	c := manifest.NewCompiler()
 	c.AssertFormat()
-	c.UseLoader(denyLoader{})
 	if err := c.AddResource(EventSchemaID, doc); err != nil {
 		return nil, fmt.Errorf("task: add event schema: %w", err)
 	}
@@ -93,60 +84,6 @@ func ValidatePayload(typ EventType, payload []byte) error {
 		}
 	}
 	return nil
-}
-
-// schemaCache holds compiled tool and input-request schemas by digest, so
-// a pinned schema is compiled once, not per invocation. It is bounded:
-// when full it is emptied, which costs recompilation, never correctness.
-type schemaCache struct {
-	mu    sync.Mutex
-	m     map[schemaKey]*manifest.Validator
-	bytes int // canonical bytes of the cached schemas
-}
-
-type schemaKey struct {
-	sum   [32]byte
-	input bool
-}
-
-// maxCachedSchemas and maxCachedSchemaBytes bound the schema cache, in
-// number and in canonical bytes: a compiled schema takes about 25 times
-// its canonical size.
-const (
-	maxCachedSchemas     = 512
-	maxCachedSchemaBytes = 2 << 20
-)
-
-func newSchemaCache() *schemaCache {
-	return &schemaCache{m: make(map[schemaKey]*manifest.Validator)}
-}
-
-// compile returns the validator of a canonical schema under the version-0
-// rules of manifest.CompileSchema (no external references are ever
-// loaded). input requires a root "type":"object".
-func (c *schemaCache) compile(canonical []byte, input bool) (*manifest.Validator, error) {
-	key := schemaKey{sha256.Sum256(canonical), input}
-	c.mu.Lock()
-	s, ok := c.m[key]
-	c.mu.Unlock()
-	if ok {
-		return s, nil
-	}
-	s, err := manifest.CompileValidator(canonical, input, manifest.Options{})
-	if err != nil {
-		return nil, err
-	}
-	c.mu.Lock()
-	if _, ok := c.m[key]; !ok {
-		if len(c.m) >= maxCachedSchemas || c.bytes+len(canonical) > maxCachedSchemaBytes {
-			clear(c.m)
-			c.bytes = 0
-		}
-		c.m[key] = s
-		c.bytes += len(canonical)
-	}
-	c.mu.Unlock()
-	return s, nil
 }
 
 // canonicalJSON checks raw against the I-JSON prerequisites and limits and

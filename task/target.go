@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"agentgw/manifest"
 	"agentgw/runtime"
 	"agentgw/wire"
 )
@@ -226,7 +227,7 @@ func (m *Machine) RequestInput(t Task, q runtime.InputRequest, now time.Time) (S
 	if err != nil {
 		return s, rejected("invalid input schema")
 	}
-	if _, err := m.schemas.compile(schema, false); err != nil {
+	if _, err := manifest.CachedValidator(schema, false); err != nil {
 		return s, rejected("invalid input schema")
 	}
 	r, err := m.newInput(q.Question, schema, q.Timeout, q.Reasks, now)
@@ -303,7 +304,7 @@ func (m *Machine) checkResult(r runtime.Result, outputSchema []byte) ([]byte, *r
 		}
 		return nil, &failInvalidResult, nil
 	}
-	sch, err := m.schemas.compile(outputSchema, false)
+	sch, err := manifest.CachedValidator(outputSchema, false)
 	if err != nil {
 		return nil, nil, fmt.Errorf("task: compile pinned output schema: %w", err)
 	}

@@ -95,38 +95,16 @@ func ParseInfoResult(q Element) (InfoResult, error) {
 				r.Features = append(r.Features, v)
 			}
 		case xml.Name{Space: NSData, Local: "x"}:
-			r.Forms = append(r.Forms, ParseForm(c))
+			// Another entity's extension forms (XEP-0128) are read
+			// as far as they go.
+			f, err := ParseForm(c, FormRules{Lax: true})
+			if err != nil {
+				return r, err
+			}
+			r.Forms = append(r.Forms, f)
 		}
 	}
 	return r, nil
-}
-
-// ParseForm reads an XEP-0004 form; a FORM_TYPE field becomes FormType.
-func ParseForm(x Element) Form {
-	var f Form
-	f.Type, _ = x.AttrValue("type")
-	for _, c := range x.Children() {
-		switch c.Start.Name.Local {
-		case "title":
-			f.Title = c.Text()
-		case "field":
-			var fl Field
-			fl.Var, _ = c.AttrValue("var")
-			fl.Type, _ = c.AttrValue("type")
-			fl.Label, _ = c.AttrValue("label")
-			for _, v := range c.Children() {
-				if v.Start.Name == (xml.Name{Space: NSData, Local: "value"}) {
-					fl.Values = append(fl.Values, v.Text())
-				}
-			}
-			if fl.Var == "FORM_TYPE" && f.FormType == "" && len(fl.Values) > 0 {
-				f.FormType = fl.Values[0]
-				continue
-			}
-			f.Fields = append(f.Fields, fl)
-		}
-	}
-	return f
 }
 
 // HasFeature reports whether the result advertises feature.

@@ -1,6 +1,6 @@
 // Package wire holds the XMPP wire types that agentgw needs and mellium does
 // not provide: a builder for token streams, a buffered stanza, XEP-0059 result
-// set requests and responses, XEP-0004 result forms with XEP-0128 placement,
+// set requests and responses, XEP-0004 data forms (the one implementation, with XEP-0122 validation and multi-item results) with XEP-0128 placement,
 // XEP-0030 info and items results that can carry those forms, XEP-0300 hash
 // elements, and a canonical serializer used by golden tests.
 //

@@ -177,3 +177,24 @@ func TestPageSize(t *testing.T) {
 		t.Errorf("empty page has items: %+v", empty)
 	}
 }
+
+// TestChildrenShareWithoutAliasing: a child's Inner is a window on its
+// parent's tokens, and appending to it leaves the parent as it was.
+func TestChildrenShareWithoutAliasing(t *testing.T) {
+	el, err := wire.Parse(`<a><b><c/>x</b><d>y</d><e/></a>`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kids := el.Children()
+	if len(kids) != 3 || kids[0].Start.Name.Local != "b" || kids[1].Text() != "y" || kids[2].Inner != nil {
+		t.Fatalf("children: %+v", kids)
+	}
+	if len(kids[0].Children()) != 1 || kids[0].Text() != "x" {
+		t.Fatalf("grandchildren of b: %+v", kids[0].Children())
+	}
+	before, _ := wire.Marshal(el.Reader())
+	_ = append(kids[0].Inner, xml.CharData("appended"))
+	if after, _ := wire.Marshal(el.Reader()); after != before {
+		t.Errorf("appending to a child changed the parent: %s", after)
+	}
+}

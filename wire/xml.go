@@ -110,27 +110,26 @@ func ReadElement(r xml.TokenReader, start xml.StartElement, maxTokens, maxBytes 
 }
 
 // Children returns the direct child elements of e, each as an Element.
+// A child's Inner is a capped window on e's, not a copy: the tokens are
+// shared (neither may be modified), and appending to it reallocates.
 func (e Element) Children() []Element {
 	var out []Element
-	depth, cur := 0, -1
-	for _, tok := range e.Inner {
+	depth, begin := 0, 0
+	for i, tok := range e.Inner {
 		switch t := tok.(type) {
 		case xml.StartElement:
 			depth++
 			if depth == 1 {
 				out = append(out, Element{Start: t})
-				cur = len(out) - 1
-				continue
+				begin = i + 1
 			}
 		case xml.EndElement:
 			depth--
-			if depth == 0 {
-				cur = -1
-				continue
+			if depth == 0 && len(out) > 0 {
+				if i > begin {
+					out[len(out)-1].Inner = e.Inner[begin:i:i]
+				}
 			}
-		}
-		if cur >= 0 {
-			out[cur].Inner = append(out[cur].Inner, tok)
 		}
 	}
 	return out

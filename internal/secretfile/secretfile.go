@@ -1,8 +1,10 @@
 // Package secretfile reads the files that hold secrets (the component
-// secret, MCP env and header values, client passwords) and refuses any
-// that group or others can read: a secret that other local users could
-// read is already disclosed, and the operator should hear about it before
-// the gateway uses it.
+// secret, MCP env and header values, client passwords, the MCP face's
+// account passwords and bearer tokens) and refuses any that group or
+// others can read or write: a secret that other local users could read is
+// already disclosed, and one they could write they could replace (a bearer
+// token of their own would let them in). The operator should hear about
+// it before the gateway uses it. This is agentgw's one secret-file rule.
 package secretfile
 
 import (
@@ -14,13 +16,14 @@ import (
 )
 
 // ErrExposed is wrapped by the error of a file that group or others can
-// read.
-var ErrExposed = errors.New("readable by group or others")
+// read or write.
+var ErrExposed = errors.New("readable or writable by group or others")
 
-// exposedBits are the permission bits that let group or others read.
-const exposedBits fs.FileMode = 0o044
+// exposedBits are the permission bits that let group or others read or
+// write.
+const exposedBits fs.FileMode = 0o066
 
-// Check refuses path if group or others can read it. The error names the
+// Check refuses path if group or others can read or write it. The error names the
 // file and its mode, never its content.
 func Check(path string) error {
 	info, err := os.Stat(path)

@@ -13,7 +13,7 @@ import (
 
 func TestModes(t *testing.T) {
 	dir := t.TempDir()
-	for mode, ok := range map[os.FileMode]bool{0o600: true, 0o400: true, 0o700: true, 0o640: false, 0o604: false, 0o644: false, 0o620: true} {
+	for mode, ok := range map[os.FileMode]bool{0o600: true, 0o400: true, 0o700: true, 0o640: false, 0o604: false, 0o644: false, 0o620: false, 0o602: false, 0o610: true} {
 		p := filepath.Join(dir, "s")
 		os.Remove(p)
 		if err := os.WriteFile(p, []byte("hunter2-secret"), 0o600); err != nil {

@@ -251,7 +251,7 @@ func (o *Options) check() error {
 
 // readSecret reads a value file: at most maxSecretFileBytes, one trailing
 // newline removed. Errors never contain the file's content.
-// A file that group or others can read is refused (internal/secretfile).
+// A file that group or others can read or write is refused (internal/secretfile).
 func readSecret(path string) (string, error) {
 	buf, err := secretfile.Read(path, maxSecretFileBytes)
 	if err != nil {
