@@ -8,7 +8,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+
+	"agentgw/internal/privfile"
 
 	_ "modernc.org/sqlite" // the "sqlite" driver
 )
@@ -59,7 +62,17 @@ type Stored struct {
 }
 
 // OpenStore opens or creates the store at path.
+// The file and its -wal and -shm are private (mode 0600), and an existing
+// one that group or others may read is refused: it holds every received
+// message and every agent task result.
 func OpenStore(ctx context.Context, path string) (*Store, error) {
+	if path == "" || strings.ContainsRune(path, '?') {
+		// modernc splits the DSN at the first '?'.
+		return nil, fmt.Errorf("open message store: invalid path %q", path)
+	}
+	if err := privfile.Database(path); err != nil {
+		return nil, fmt.Errorf("open message store: %w", err)
+	}
 	db, err := sql.Open("sqlite", path+"?"+storeDSN)
 	if err != nil {
 		return nil, fmt.Errorf("open message store: %w", err)
