@@ -284,8 +284,8 @@ func (m MCPServerFile) build(dir string, needAccount bool, bad func(key, format 
 			switch {
 			case err != nil:
 				bad(key+".file", "%v", err)
-			case len(b) < minTokenBytes:
-				bad(key+".file", "the token must be at least %d characters", minTokenBytes)
+			case !strongToken(b):
+				bad(key+".file", "the token in %s is too short: a token needs at least 128 bits, %d or more base64url characters or %d hex digits (openssl rand -hex 16)", tok.File, minTokenBase64, minTokenHex)
 			default:
 				for k, prev := range out.Tokens {
 					if subtle.ConstantTimeCompare(prev.Token, b) == 1 {
@@ -317,8 +317,29 @@ func (m MCPServerFile) build(dir string, needAccount bool, bad func(key, format 
 	return out
 }
 
-// minTokenBytes is the shortest bearer token accepted.
-const minTokenBytes = 16
+// A bearer token carries at least 128 bits: 22 characters of base64url
+// (6 bits each) or 32 hex digits (4 bits each).
+const (
+	minTokenBase64 = 22
+	minTokenHex    = 32
+)
+
+// strongToken reports whether b is long enough for 128 bits: a token of
+// hex digits alone needs minTokenHex of them, any other minTokenBase64
+// characters.
+func strongToken(b []byte) bool {
+	hexOnly := true
+	for _, c := range b {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			hexOnly = false
+			break
+		}
+	}
+	if hexOnly {
+		return len(b) >= minTokenHex
+	}
+	return len(b) >= minTokenBase64
+}
 
 // readPrivate reads a password or token file: the secret alone on one line,
 // in a file that neither group nor others may read.

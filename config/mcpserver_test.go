@@ -141,3 +141,31 @@ func TestMCPInGatewayConfig(t *testing.T) {
 		t.Fatalf("check: %q %v", desc, err)
 	}
 }
+
+// A token needs 128 bits: 22 base64url characters or 32 hex digits; a
+// shorter one is an error naming the file, never showing the token.
+func TestMCPTokenStrength(t *testing.T) {
+	for token, ok := range map[string]bool{
+		"abcdefghijklmnop":                     false, // 16 characters
+		"abcdefghijklmnopqrstu":                false, // 21
+		"abcdefghijklmnopqrstuv":               true,  // 22 base64url
+		"0123456789abcdef0123456789abcde":      false, // 31 hex
+		"0123456789abcdef0123456789abcdef":     true,  // 32 hex
+		"0123456789abcdef0123456789":           false, // 26 hex digits only: 104 bits
+		"0123456789abcdef012345678-":           true,  // not hex: base64url
+		"Zm9vYmFyYmF6cXV4cXV1eGNvcmdlZ3JhdWx0": true,
+	} {
+		p := mcpDir(t, mcpOnly)
+		file := filepath.Join(filepath.Dir(p), "claude.token")
+		if err := os.WriteFile(file, []byte(token+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := config.LoadMCP(p)
+		if ok != (err == nil) {
+			t.Errorf("%d-character token %s: %v", len(token), map[bool]string{true: "refused", false: "accepted"}[ok], err)
+		}
+		if err != nil && (!strings.Contains(err.Error(), "mcp.token[0].file") || !strings.Contains(err.Error(), file) || strings.Contains(err.Error(), token)) {
+			t.Errorf("error %q: want the key and file, never the token", err)
+		}
+	}
+}
