@@ -121,7 +121,7 @@ type AccountOptions struct {
 	SenderRate  float64
 	SenderBurst int
 	Store       *Store
-	Log      *slog.Logger
+	Log         *slog.Logger
 	// DialOptions are passed to client.Dial (tests: a private CA).
 	DialOptions []client.Option
 	// PingInterval and PingTimeout: zero takes DefaultPingInterval and

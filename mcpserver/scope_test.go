@@ -47,8 +47,6 @@ func jsonrpcCode(err error) int64 {
 		return je.Code
 	case strings.Contains(err.Error(), "forbidden: "):
 		return mcpserver.CodeForbidden
-	case strings.Contains(err.Error(), "Resource not found"):
-		return mcp.CodeResourceNotFound
 	}
 	return -1
 }
@@ -123,7 +121,7 @@ func TestScopeTable(t *testing.T) {
 				// Without Tools.Message.Get, a queued message reads as
 				// a missing one does.
 				_, missing := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "mid:0123456789abcdef0123456789abcdef"})
-				if jsonrpcCode(err) != mcp.CodeResourceNotFound || jsonrpcCode(missing) != mcp.CodeResourceNotFound ||
+				if err == nil || missing == nil || jsonrpcCode(err) != jsonrpcCode(missing) || !strings.Contains(err.Error(), "Resource not found") ||
 					strings.ReplaceAll(err.Error(), o.ids[0], "X") != strings.ReplaceAll(missing.Error(), "0123456789abcdef0123456789abcdef", "X") {
 					t.Errorf("read of a queued message %v, of a missing one %v: they differ", err, missing)
 				}
