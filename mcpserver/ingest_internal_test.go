@@ -78,7 +78,10 @@ func TestAcceptFrom(t *testing.T) {
 			for _, n := range want {
 				total += n
 			}
-			waitFor(t, "the queue", func() bool { n, _, _ := store.QueuedBytes(context.Background(), "carol@home.example"); return n > 0 && len(queuedFrom(t, store)) == len(want) })
+			waitFor(t, "the queue", func() bool {
+				n, _, _ := store.QueuedBytes(context.Background(), "carol@home.example")
+				return n > 0 && len(queuedFrom(t, store)) == len(want)
+			})
 			got := queuedFrom(t, store)
 			if fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Errorf("queued %v, want %v", got, want)
