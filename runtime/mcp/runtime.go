@@ -10,6 +10,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"agentgw/internal/privfile"
 	"agentgw/runtime"
 )
 
@@ -54,6 +55,13 @@ var _ runtime.Runtime = (*Runtime)(nil)
 func New(opts Options) (*Runtime, error) {
 	if err := opts.check(); err != nil {
 		return nil, err
+	}
+	if len(opts.Command) > 0 && opts.Dir == "" {
+		d, err := privfile.TempWorkDir()
+		if err != nil {
+			return nil, fmt.Errorf("mcp runtime: working directory: %w", err)
+		}
+		opts.Dir = d
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &Runtime{
