@@ -4,8 +4,8 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"syscall"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
