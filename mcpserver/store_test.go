@@ -3,6 +3,7 @@ package mcpserver_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -102,5 +103,31 @@ func TestStoreIsPrivate(t *testing.T) {
 	}
 	if _, err := mcpserver.OpenStore(context.Background(), path); err == nil || !strings.Contains(err.Error(), path) {
 		t.Fatalf("exposed store: %v", err)
+	}
+}
+
+// BenchmarkStorePush compares queueing messages one transaction each (as
+// the session did before issue 22) with the writer's batches: the cost
+// is the fsync of each commit (synchronous=FULL).
+func BenchmarkStorePush(b *testing.B) {
+	m := mcpserver.MessageResponse{Success: true, From: "dave@remote.example/phone", FromBareJid: "dave@remote.example", Body: "hello there"}
+	for _, size := range []int{1, 16, 256} {
+		b.Run(fmt.Sprintf("batch=%d", size), func(b *testing.B) {
+			s, err := mcpserver.OpenStore(context.Background(), filepath.Join(b.TempDir(), "mcp.db"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			batch := make([]mcpserver.MessageResponse, size)
+			for i := range batch {
+				batch[i] = m
+			}
+			b.ResetTimer()
+			for done := 0; done < b.N; done += size {
+				if _, _, err := s.PushBatch(context.Background(), "carol@home.example", batch, 1000, 16<<20); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
