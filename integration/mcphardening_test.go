@@ -181,15 +181,23 @@ func TestMCPServerStrangersAndFloods(t *testing.T) {
 // token sees no message; an idle connection is closed.
 func TestMCPServerHTTPHardening(t *testing.T) {
 	a := newMCPAccountWith(t, "", "anyone", `allowed_origins = ["https://app.example.org"]`)
-	const listToken = "integration-list-token-0123456789"
-	if err := os.WriteFile(filepath.Join(a.dir, "list.token"), []byte(listToken+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	// listToken holds Resources.List alone, readToken Resources.Read as
+	// well: neither holds Tools.Message.Get.
+	const listToken, readToken = "integration-list-token-0123456789", "integration-read-token-0123456789"
 	f, err := os.OpenFile(a.config, os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fmt.Fprintf(f, "\n[[mcp.token]]\nfile = \"list.token\"\naccount = %q\nscopes = [\"OAUTH.Scope.MCP.XMPP.Resources.List\", \"OAUTH.Scope.MCP.XMPP.Resources.Read\"]\n", a.jid)
+	for name, tok := range map[string]string{"list": listToken, "read": readToken} {
+		if err := os.WriteFile(filepath.Join(a.dir, name+".token"), []byte(tok+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		scopes := `"OAUTH.Scope.MCP.XMPP.Resources.List"`
+		if name == "read" {
+			scopes += `, "OAUTH.Scope.MCP.XMPP.Resources.Read"`
+		}
+		fmt.Fprintf(f, "\n[[mcp.token]]\nfile = \"%s.token\"\naccount = %q\nscopes = [%s]\n", name, a.jid, scopes)
+	}
 	f.Close()
 	url, _, _ := startMCPHTTP(t, a)
 	base := strings.TrimSuffix(url, mcpserver.Path)
@@ -200,16 +208,22 @@ func TestMCPServerHTTPHardening(t *testing.T) {
 	mid := mcpserver.MessageURI(r["MessageId"].(string))
 
 	// Resources.List (and Read) without Tools.Message.Get: no message.
-	lister := connectHTTP(t, url, listToken)
-	res, err := lister.ListResources(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range res.Resources {
-		if strings.HasPrefix(r.URI, "mid:") || strings.Contains(r.Title+r.Description, "secret") {
-			t.Errorf("the list-only token sees %s %q %q", r.URI, r.Title, r.Description)
+	for _, tok := range []string{listToken, readToken} {
+		lister := connectHTTP(t, url, tok)
+		res, err := lister.ListResources(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range res.Resources {
+			if strings.HasPrefix(r.URI, "mid:") || strings.Contains(r.Title+r.Description, "secret") {
+				t.Errorf("a token without Tools.Message.Get sees %s %q %q", r.URI, r.Title, r.Description)
+			}
 		}
 	}
+	if q := queuedBy(t, full); q[bareOf(dave)] != 1 {
+		t.Fatalf("the full token does not see the message: %v", q)
+	}
+	lister := connectHTTP(t, url, readToken)
 	_, e1 := lister.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: mid})
 	_, e2 := lister.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "mid:0123456789abcdef0123456789abcdef"})
 	if e1 == nil || e2 == nil || strings.ReplaceAll(e1.Error(), mid, "U") != strings.ReplaceAll(e2.Error(), "mid:0123456789abcdef0123456789abcdef", "U") {
