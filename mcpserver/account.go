@@ -41,7 +41,8 @@ const (
 	DefaultPingInterval = 60 * time.Second
 	DefaultPingTimeout  = 15 * time.Second
 	// incomingBuffer is the client's stanza buffer: a burst past it while
-	// the session commits a message would be dropped (and logged).
+	// the session is busy would be dropped (and logged); the session hands
+	// messages to the writer (ingest.go) and never waits on the disk.
 	incomingBuffer = 4096
 	// maxPendingStrangers bounds the subscription requests kept from JIDs
 	// not in the roster (each is a contact and an xmpp: resource): past
