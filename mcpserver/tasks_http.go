@@ -34,7 +34,13 @@ func tasksHTTP(servers map[string]*Server, next http.Handler) http.Handler {
 		}
 		body, err := io.ReadAll(io.LimitReader(r.Body, maxTaskBody+1))
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		if err != nil || len(body) > maxTaskBody {
+		if err == nil && len(body) > maxTaskBody {
+			// Past what the layer reads, nothing goes on unchecked (an
+			// initialize there would escape max_sessions_per_token).
+			http.Error(w, fmt.Sprintf("request body over %d bytes", maxTaskBody), http.StatusRequestEntityTooLarge)
+			return
+		}
+		if err != nil {
 			next.ServeHTTP(w, r)
 			return
 		}
