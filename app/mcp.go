@@ -39,7 +39,8 @@ func StartMCP(ctx context.Context, cfg *config.MCPServer, accounts []config.MCPA
 	for _, a := range accounts {
 		acct := mcpserver.NewAccount(mcpserver.AccountOptions{
 			JID: a.JID, Password: string(a.Password), Server: a.Server,
-			QueueMax: cfg.QueueMax, Store: store, Log: log,
+			QueueMax: cfg.QueueMax, QueueMaxBytes: cfg.QueueMaxBytes, AcceptFrom: a.AcceptFrom,
+			SenderRate: cfg.SenderRateLimit, SenderBurst: cfg.SenderRateBurst, Store: store, Log: log,
 		})
 		srv, err := mcpserver.New(ctx, acct, store, mcpserver.Options{CheckScopes: checkScopes, Log: log,
 			Agents: projected, AgentPoll: time.Duration(cfg.AgentPollSeconds) * time.Second})

@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"sync"
 	"time"
 
 	"agentgw/config"
 	"agentgw/db"
+	"agentgw/internal/privfile"
 	"agentgw/mcpsync"
 	"agentgw/runtime"
 	"agentgw/runtime/builtin"
@@ -34,6 +36,9 @@ type RuntimeOptions struct {
 	// Tracker, if set, records the process group of every exec tool and
 	// stdio MCP server (ProcessRecorder).
 	Tracker runtime.ProcessTracker
+	// StateDir, if set, is the gateway's state directory (the database's):
+	// an endpoint with no dir runs in StateDir/run/JID, 0700.
+	StateDir string
 }
 
 // Hosted is the runtime of every configured [[endpoint]], as Runtimes
@@ -69,6 +74,14 @@ func Runtimes(ctx context.Context, store *db.Store, endpoints []config.Endpoint,
 	var demo *builtin.Runtime
 	for i, ep := range endpoints {
 		key := fmt.Sprintf("endpoint[%d]", i)
+		if ep.Dir == "" && opts.StateDir != "" && (ep.Runtime == config.RuntimeExec || ep.Runtime == config.RuntimeMCP && len(ep.Command) > 0) {
+			d, err := privfile.WorkDir(filepath.Join(opts.StateDir, "run"), ep.JID)
+			if err != nil {
+				h.Close()
+				return nil, fmt.Errorf("%s: working directory: %w", key, err)
+			}
+			ep.Dir = d
+		}
 		switch ep.Runtime {
 		case config.RuntimeBuiltin:
 			if err := RegisterBuiltin(ctx, store, ep.JID); err != nil {

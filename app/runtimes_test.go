@@ -2,8 +2,10 @@ package app_test
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -119,5 +121,36 @@ func TestRuntimesMCPOptionsError(t *testing.T) {
 	}, app.RuntimeOptions{})
 	if err == nil || err.Error() != "endpoint[1]: mcp: exactly one of command and url must be set" {
 		t.Errorf("error %v", err)
+	}
+}
+
+// TestRuntimesPrivateWorkDir: an exec endpoint with no dir runs in a
+// 0700 directory of its own under the state directory, whatever the
+// umask, never in the shared temporary directory.
+func TestRuntimesPrivateWorkDir(t *testing.T) {
+	old := syscall.Umask(0o022)
+	defer syscall.Umask(old)
+	ctx := context.Background()
+	state := t.TempDir()
+	store, err := db.Open(ctx, filepath.Join(state, "agentgw.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	h, err := app.Runtimes(ctx, store, []config.Endpoint{
+		{JID: "tool@agents.example", Runtime: config.RuntimeExec, Command: []string{"/bin/true"}},
+	}, app.RuntimeOptions{StateDir: state})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	for _, d := range []string{filepath.Join(state, "run"), filepath.Join(state, "run", "tool_agents.example")} {
+		info, err := os.Stat(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := info.Mode().Perm(); !info.IsDir() || m != 0o700 {
+			t.Errorf("%s: mode %04o, want a 0700 directory", d, m)
+		}
 	}
 }

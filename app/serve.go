@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -60,7 +61,8 @@ func Serve(ctx context.Context, path string, stderr io.Writer) error {
 		return err
 	}
 	gw := gateway.New(GatewayOptions(cfg), store, log)
-	hosted, err := Runtimes(ctx, store, cfg.Endpoints, RuntimeOptions{Availability: gw.Availability(), Log: log, Tracker: procs})
+	hosted, err := Runtimes(ctx, store, cfg.Endpoints, RuntimeOptions{Availability: gw.Availability(), Log: log, Tracker: procs,
+		StateDir: filepath.Dir(cfg.DatabasePath)})
 	if err != nil {
 		return err
 	}

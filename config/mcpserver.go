@@ -34,18 +34,45 @@ const (
 	// MaxAgentPrefixBytes bounds mcp.agent[].prefix, leaving room in
 	// MCP's 128 characters for the tool name.
 	MaxAgentPrefixBytes = 64
+	// DefaultMCPQueueMaxBytes is mcp.queue_max_bytes: the bytes of the
+	// received messages kept per account (as stored); past it the oldest
+	// are dropped. MinMCPQueueMaxBytes and MaxMCPQueueMaxBytes bound it.
+	DefaultMCPQueueMaxBytes = 16 << 20
+	MinMCPQueueMaxBytes     = 1 << 20
+	MaxMCPQueueMaxBytes     = 1 << 30
+	// DefaultSenderRateLimit (messages a second) and
+	// DefaultSenderRateBurst are mcp.sender_rate_limit and
+	// mcp.sender_rate_burst: the messages one sender may have queued.
+	DefaultSenderRateLimit = 1.0
+	DefaultSenderRateBurst = 20
+	MaxSenderRateBurst     = 100000
+	// DefaultMaxSessionsPerToken is mcp.max_sessions_per_token.
+	DefaultMaxSessionsPerToken = 16
+	MaxMaxSessionsPerToken     = 10000
+)
+
+// The values of mcp.account[].accept_from: whose messages are queued.
+const (
+	AcceptSubscribed = "subscribed"
+	AcceptRoster     = "roster"
+	AcceptAnyone     = "anyone"
 )
 
 // MCPServerFile is the [mcp] table as written: the `agentgw mcp` command,
 // an MCP server that logs in to XMPP as an account. It is not the
 // [[endpoint]] runtime "mcp" (MCPEndpoint), which goes the other way.
 type MCPServerFile struct {
-	QueueMax int              `toml:"queue_max"`
-	Database string           `toml:"database"`
-	TLSCert  string           `toml:"tls_cert"`
-	TLSKey   string           `toml:"tls_key"`
-	Accounts []MCPAccountFile `toml:"account"`
-	Tokens   []MCPTokenFile   `toml:"token"`
+	QueueMax            int              `toml:"queue_max"`
+	QueueMaxBytes       int64            `toml:"queue_max_bytes"`
+	SenderRateLimit     float64          `toml:"sender_rate_limit"`
+	SenderRateBurst     int              `toml:"sender_rate_burst"`
+	AllowedOrigins      []string         `toml:"allowed_origins"`
+	MaxSessionsPerToken int              `toml:"max_sessions_per_token"`
+	Database            string           `toml:"database"`
+	TLSCert             string           `toml:"tls_cert"`
+	TLSKey              string           `toml:"tls_key"`
+	Accounts            []MCPAccountFile `toml:"account"`
+	Tokens              []MCPTokenFile   `toml:"token"`
 	// AgentPollSeconds and Agents: the agent endpoints whose tools are
 	// projected as MCP tools of their own (docs/mcp.md).
 	AgentPollSeconds int            `toml:"agent_poll_seconds"`
@@ -72,6 +99,7 @@ type MCPAccountFile struct {
 	JID          string `toml:"jid"`
 	PasswordFile string `toml:"password_file"`
 	Server       string `toml:"server"`
+	AcceptFrom   string `toml:"accept_from"`
 }
 
 // MCPTokenFile is one [[mcp.token]] entry: a bearer token of the HTTP
@@ -83,13 +111,23 @@ type MCPTokenFile struct {
 }
 
 func mcpServerDefaults() MCPServerFile {
-	return MCPServerFile{QueueMax: DefaultMCPQueueMax, Database: DefaultMCPDatabase, AgentPollSeconds: DefaultAgentPollSeconds}
+	return MCPServerFile{QueueMax: DefaultMCPQueueMax, Database: DefaultMCPDatabase, AgentPollSeconds: DefaultAgentPollSeconds,
+		QueueMaxBytes: DefaultMCPQueueMaxBytes, SenderRateLimit: DefaultSenderRateLimit, SenderRateBurst: DefaultSenderRateBurst,
+		MaxSessionsPerToken: DefaultMaxSessionsPerToken}
 }
 
 // MCPServer is the validated [mcp] table. Paths are absolute.
 type MCPServer struct {
-	QueueMax int
-	Database string
+	QueueMax      int
+	QueueMaxBytes int64
+	// SenderRateLimit is messages a second one sender may have queued
+	// (0: no limit), with bursts of SenderRateBurst.
+	SenderRateLimit float64
+	SenderRateBurst int
+	// AllowedOrigins are the HTTP Origin values accepted, lowercased.
+	AllowedOrigins      []string
+	MaxSessionsPerToken int
+	Database            string
 	// TLSCert and TLSKey are PEM files for the HTTP transport; both or
 	// neither is set.
 	TLSCert, TLSKey string
@@ -109,6 +147,9 @@ type MCPAccount struct {
 	PasswordFile string
 	// Server is host:port, or empty: resolve the domain (SRV, then A).
 	Server string
+	// AcceptFrom is whose messages are queued: AcceptSubscribed,
+	// AcceptRoster or AcceptAnyone.
+	AcceptFrom string
 }
 
 // MCPToken is one validated [[mcp.token]].
@@ -203,7 +244,9 @@ func Check(path string) (string, error) {
 // key is set and no [component] key is.
 func (f File) mcpOnly() bool {
 	d, m := mcpServerDefaults(), f.MCP
-	set := len(m.Accounts) > 0 || len(m.Tokens) > 0 || m.QueueMax != d.QueueMax || m.Database != d.Database || m.TLSCert != "" || m.TLSKey != ""
+	set := len(m.Accounts) > 0 || len(m.Tokens) > 0 || m.QueueMax != d.QueueMax || m.Database != d.Database || m.TLSCert != "" || m.TLSKey != "" ||
+		m.QueueMaxBytes != d.QueueMaxBytes || m.SenderRateLimit != d.SenderRateLimit || m.SenderRateBurst != d.SenderRateBurst ||
+		len(m.AllowedOrigins) > 0 || m.MaxSessionsPerToken != d.MaxSessionsPerToken
 	return set && f.Component == Defaults().Component
 }
 
@@ -215,6 +258,26 @@ func (m MCPServerFile) build(dir string, needAccount bool, bad func(key, format 
 	out.Agents = m.buildAgents(bad)
 	if m.QueueMax < 1 || m.QueueMax > MaxMCPQueueMax {
 		bad("mcp.queue_max", "must be between 1 and %d", MaxMCPQueueMax)
+	}
+	out.QueueMaxBytes, out.SenderRateLimit, out.SenderRateBurst, out.MaxSessionsPerToken = m.QueueMaxBytes, m.SenderRateLimit, m.SenderRateBurst, m.MaxSessionsPerToken
+	if m.QueueMaxBytes < MinMCPQueueMaxBytes || m.QueueMaxBytes > MaxMCPQueueMaxBytes {
+		bad("mcp.queue_max_bytes", "must be between %d and %d", MinMCPQueueMaxBytes, MaxMCPQueueMaxBytes)
+	}
+	if m.SenderRateLimit < 0 || m.SenderRateLimit > 1e6 || m.SenderRateLimit != m.SenderRateLimit {
+		bad("mcp.sender_rate_limit", "must be messages a second between 0 (no limit) and 1000000")
+	}
+	if m.SenderRateBurst < 1 || m.SenderRateBurst > MaxSenderRateBurst {
+		bad("mcp.sender_rate_burst", "must be between 1 and %d", MaxSenderRateBurst)
+	}
+	if m.MaxSessionsPerToken < 1 || m.MaxSessionsPerToken > MaxMaxSessionsPerToken {
+		bad("mcp.max_sessions_per_token", "must be between 1 and %d", MaxMaxSessionsPerToken)
+	}
+	for i, o := range m.AllowedOrigins {
+		if norm, ok := originValue(o); ok {
+			out.AllowedOrigins = append(out.AllowedOrigins, norm)
+		} else {
+			bad(fmt.Sprintf("mcp.allowed_origins[%d]", i), "must be an origin, scheme://host[:port] with no path (https://app.example.org)")
+		}
 	}
 	if m.Database == "" {
 		bad("mcp.database", "required")
@@ -236,7 +299,14 @@ func (m MCPServerFile) build(dir string, needAccount bool, bad func(key, format 
 	}
 	for i, a := range m.Accounts {
 		key := fmt.Sprintf("mcp.account[%d]", i)
-		acct := MCPAccount{Server: a.Server}
+		acct := MCPAccount{Server: a.Server, AcceptFrom: a.AcceptFrom}
+		switch a.AcceptFrom {
+		case "":
+			acct.AcceptFrom = AcceptSubscribed
+		case AcceptSubscribed, AcceptRoster, AcceptAnyone:
+		default:
+			bad(key+".accept_from", "must be one of %q (the default), %q, %q", AcceptSubscribed, AcceptRoster, AcceptAnyone)
+		}
 		j, ok := bareJID(key+".jid", a.JID, "a bare JID such as alice@example.org", bad)
 		switch {
 		case !ok:
@@ -279,8 +349,8 @@ func (m MCPServerFile) build(dir string, needAccount bool, bad func(key, format 
 			switch {
 			case err != nil:
 				bad(key+".file", "%v", err)
-			case len(b) < minTokenBytes:
-				bad(key+".file", "the token must be at least %d characters", minTokenBytes)
+			case !strongToken(b):
+				bad(key+".file", "the token in %s is too short: a token needs at least 128 bits, %d or more base64url characters or %d hex digits (openssl rand -hex 16)", tok.File, minTokenBase64, minTokenHex)
 			default:
 				for k, prev := range out.Tokens {
 					if subtle.ConstantTimeCompare(prev.Token, b) == 1 {
@@ -312,8 +382,29 @@ func (m MCPServerFile) build(dir string, needAccount bool, bad func(key, format 
 	return out
 }
 
-// minTokenBytes is the shortest bearer token accepted.
-const minTokenBytes = 16
+// A bearer token carries at least 128 bits: 22 characters of base64url
+// (6 bits each) or 32 hex digits (4 bits each).
+const (
+	minTokenBase64 = 22
+	minTokenHex    = 32
+)
+
+// strongToken reports whether b is long enough for 128 bits: a token of
+// hex digits alone needs minTokenHex of them, any other minTokenBase64
+// characters.
+func strongToken(b []byte) bool {
+	hexOnly := true
+	for _, c := range b {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			hexOnly = false
+			break
+		}
+	}
+	if hexOnly {
+		return len(b) >= minTokenHex
+	}
+	return len(b) >= minTokenBase64
+}
 
 // readPrivate reads a password or token file as every secret file is read
 // (readSecret: the secret alone on one line, in a file that neither group
@@ -380,6 +471,29 @@ func (m MCPServerFile) buildAgents(bad func(key, format string, args ...any)) []
 		}
 	}
 	return out
+}
+
+// originValue checks an allowed Origin (RFC 6454: scheme "://" host
+// [":" port], as browsers send it) and returns it lowercased.
+func originValue(o string) (string, bool) {
+	scheme, rest, ok := strings.Cut(o, "://")
+	if !ok || scheme == "" || rest == "" || strings.ContainsAny(rest, "/?#@ \t") {
+		return "", false
+	}
+	for _, r := range scheme {
+		if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '+' || r == '-' || r == '.') {
+			return "", false
+		}
+	}
+	if h, p, err := net.SplitHostPort(rest); err == nil {
+		if h == "" || p == "" {
+			return "", false
+		}
+		if _, err := strconv.ParseUint(p, 10, 16); err != nil {
+			return "", false
+		}
+	}
+	return strings.ToLower(o), true
 }
 
 // mcpNameChars reports whether s has only A-Z a-z 0-9 . and -: MCP's

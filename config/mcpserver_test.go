@@ -141,3 +141,69 @@ func TestMCPInGatewayConfig(t *testing.T) {
 		t.Fatalf("check: %q %v", desc, err)
 	}
 }
+
+// A token needs 128 bits: 22 base64url characters or 32 hex digits; a
+// shorter one is an error naming the file, never showing the token.
+func TestMCPTokenStrength(t *testing.T) {
+	for token, ok := range map[string]bool{
+		"abcdefghijklmnop":                     false, // 16 characters
+		"abcdefghijklmnopqrstu":                false, // 21
+		"abcdefghijklmnopqrstuv":               true,  // 22 base64url
+		"0123456789abcdef0123456789abcde":      false, // 31 hex
+		"0123456789abcdef0123456789abcdef":     true,  // 32 hex
+		"0123456789abcdef0123456789":           false, // 26 hex digits only: 104 bits
+		"0123456789abcdef012345678-":           true,  // not hex: base64url
+		"Zm9vYmFyYmF6cXV4cXV1eGNvcmdlZ3JhdWx0": true,
+	} {
+		p := mcpDir(t, mcpOnly)
+		file := filepath.Join(filepath.Dir(p), "claude.token")
+		if err := os.WriteFile(file, []byte(token+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := config.LoadMCP(p)
+		if ok != (err == nil) {
+			t.Errorf("%d-character token %s: %v", len(token), map[bool]string{true: "refused", false: "accepted"}[ok], err)
+		}
+		if err != nil && (!strings.Contains(err.Error(), "mcp.token[0].file") || !strings.Contains(err.Error(), file) || strings.Contains(err.Error(), token)) {
+			t.Errorf("error %q: want the key and file, never the token", err)
+		}
+	}
+}
+
+// The keys of issue 22: defaults, values, and errors naming the key.
+func TestMCPHardeningKeys(t *testing.T) {
+	c, err := config.LoadMCP(mcpDir(t, mcpOnly))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := c.MCP
+	if m.Accounts[0].AcceptFrom != config.AcceptSubscribed || m.QueueMaxBytes != config.DefaultMCPQueueMaxBytes ||
+		m.SenderRateLimit != 1 || m.SenderRateBurst != 20 || m.MaxSessionsPerToken != 16 || len(m.AllowedOrigins) != 0 {
+		t.Errorf("defaults: %+v %+v", m, m.Accounts[0])
+	}
+	set := strings.Replace(mcpOnly, "queue_max = 10", "queue_max = 10\nqueue_max_bytes = 2097152\nsender_rate_limit = 0.5\nsender_rate_burst = 3\nmax_sessions_per_token = 2\nallowed_origins = [\"https://App.example.org\", \"http://localhost:3000\"]", 1)
+	set = strings.Replace(set, `server = "127.0.0.1:5222"`, "server = \"127.0.0.1:5222\"\naccept_from = \"roster\"", 1)
+	c, err = config.LoadMCP(mcpDir(t, set))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m = c.MCP
+	if m.Accounts[0].AcceptFrom != "roster" || m.QueueMaxBytes != 2<<20 || m.SenderRateLimit != 0.5 || m.SenderRateBurst != 3 || m.MaxSessionsPerToken != 2 ||
+		strings.Join(m.AllowedOrigins, " ") != "https://app.example.org http://localhost:3000" {
+		t.Errorf("set: %+v %+v", m, m.Accounts[0])
+	}
+	for _, c := range []struct{ from, to, want string }{
+		{`server = "127.0.0.1:5222"`, "server = \"127.0.0.1:5222\"\naccept_from = \"friends\"", "mcp.account[0].accept_from"},
+		{"queue_max = 10", "queue_max = 10\nqueue_max_bytes = 1000", "mcp.queue_max_bytes"},
+		{"queue_max = 10", "queue_max = 10\nsender_rate_limit = -1.0", "mcp.sender_rate_limit"},
+		{"queue_max = 10", "queue_max = 10\nsender_rate_burst = 0", "mcp.sender_rate_burst"},
+		{"queue_max = 10", "queue_max = 10\nmax_sessions_per_token = 0", "mcp.max_sessions_per_token"},
+		{"queue_max = 10", "queue_max = 10\nallowed_origins = [\"https://ok.example\", \"https://app.example.org/path\"]", "mcp.allowed_origins[1]"},
+		{"queue_max = 10", "queue_max = 10\nallowed_origins = [\"app.example.org\"]", "mcp.allowed_origins[0]"},
+	} {
+		_, err := config.LoadMCP(mcpDir(t, strings.Replace(mcpOnly, c.from, c.to, 1)))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v", c.to, err)
+		}
+	}
+}

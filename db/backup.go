@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"strings"
+
+	"agentgw/internal/privfile"
 )
 
 // Start-up checks and backups.
@@ -94,6 +96,11 @@ func backupFile(ctx context.Context, path, dest string) (err error) {
 			os.Remove(dest)
 		}
 	}()
+	// VACUUM INTO fills an empty file: create it private, as the
+	// database is.
+	if err := privfile.Database(dest); err != nil {
+		return fmt.Errorf("db: backup: %w", err)
+	}
 	// The readers are query_only, which VACUUM INTO refuses, and the
 	// writer must stay free for commits: a connection of its own.
 	src, err := sql.Open("sqlite", path+"?_pragma=busy_timeout("+busyTimeoutMillis+")")

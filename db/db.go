@@ -18,11 +18,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"strings"
 	"sync"
 	"time"
+
+	"agentgw/internal/privfile"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
@@ -266,22 +266,8 @@ func scanHash(b []byte) ([32]byte, error) {
 	return h, nil
 }
 
-// dbFileMode is the mode of a database the store creates. SQLite gives
-// the -wal and -shm files it creates the database file's mode, whatever
-// the umask, so they are private too: the database holds every caller's
-// arguments and results.
-const dbFileMode = 0o600
-
-// createPrivate creates the database file with dbFileMode if it does not
-// exist yet, so that SQLite never creates it with the umask's default. An
-// existing file is left as it is.
-func createPrivate(path string) error {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, dbFileMode)
-	if errors.Is(err, fs.ErrExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	return f.Close()
-}
+// createPrivate creates the database file with mode 0600 if it does not
+// exist yet (SQLite gives its -wal and -shm the database's mode), and
+// refuses an existing database file that group or others may read: the
+// database holds every caller's arguments and results.
+func createPrivate(path string) error { return privfile.Database(path) }

@@ -441,6 +441,10 @@ func TestConcurrentWritersAcrossProcesses(t *testing.T) {
 // bypasses the store.
 func execRaw(t *testing.T, path, query string) {
 	t.Helper()
+	// As the store would create it: private.
+	if f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600); err == nil {
+		f.Close()
+	}
 	raw, err := sql.Open("sqlite", path)
 	if err != nil {
 		t.Fatal(err)

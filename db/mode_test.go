@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -33,5 +34,32 @@ func TestNewDatabaseIsPrivate(t *testing.T) {
 		if m := info.Mode().Perm(); m != 0o600 {
 			t.Errorf("%s has mode %04o, want 0600", filepath.Base(p), m)
 		}
+	}
+}
+
+// TestBackupAndExposedDatabase: a backup is private too, and an existing
+// database that group or others may read is refused, naming it.
+func TestBackupAndExposedDatabase(t *testing.T) {
+	old := syscall.Umask(0o022)
+	defer syscall.Umask(old)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "gw.db")
+	s, err := db.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dest := filepath.Join(dir, "copy.db")
+	if err := s.Backup(context.Background(), dest); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if info, err := os.Stat(dest); err != nil || info.Mode().Perm() != 0o600 {
+		t.Fatalf("backup: %v %v", info.Mode(), err)
+	}
+	if err := os.Chmod(path, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Open(context.Background(), path); err == nil || !strings.Contains(err.Error(), path) {
+		t.Fatalf("exposed database opened: %v", err)
 	}
 }

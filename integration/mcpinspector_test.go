@@ -79,7 +79,7 @@ func structured(t *testing.T, r map[string]any) map[string]any {
 // over stdio.
 func TestMCPServerInspector(t *testing.T) {
 	bin := inspector(t)
-	a := newMCPAccount(t, "")
+	a := newMCPAccountWith(t, "", "anyone", "") // dave is a stranger
 	dave := remoteUser(t, "dave")
 	url, _, stopHTTP := startMCPHTTP(t, a)
 	http := func(token string, args ...string) (map[string]any, error) {

@@ -52,6 +52,13 @@ var mcpUsers struct {
 // configuration for it; server overrides the c2s address (a proxy).
 func newMCPAccount(t *testing.T, server string) *mcpAccount {
 	t.Helper()
+	return newMCPAccountWith(t, server, "", "")
+}
+
+// newMCPAccountWith is newMCPAccount with the account's accept_from (""
+// leaves the default) and more [mcp] keys.
+func newMCPAccountWith(t *testing.T, server, acceptFrom, mcpKeys string) *mcpAccount {
+	t.Helper()
 	need(t)
 	mcpUsers.Lock()
 	mcpUsers.n++
@@ -71,17 +78,23 @@ func newMCPAccount(t *testing.T, server string) *mcpAccount {
 			t.Fatal(err)
 		}
 	}
+	acceptKey := ""
+	if acceptFrom != "" {
+		acceptKey = fmt.Sprintf("accept_from = %q", acceptFrom)
+	}
 	body := fmt.Sprintf(`
 [log]
 level = "debug"
 
 [mcp]
 queue_max = 50
+%s
 
 [[mcp.account]]
 jid = %q
 password_file = "account.password"
 server = %q
+%s
 
 [[mcp.token]]
 file = "full.token"
@@ -92,7 +105,7 @@ scopes = ["*"]
 file = "send.token"
 account = %q
 scopes = ["OAUTH.Scope.MCP.XMPP.Tools.Message.Send"]
-`, a.jid, server, a.jid, a.jid)
+`, mcpKeys, a.jid, server, acceptKey, a.jid, a.jid)
 	a.config = filepath.Join(a.dir, "mcp.toml")
 	if err := os.WriteFile(a.config, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
@@ -569,7 +582,8 @@ func connectHTTP(t *testing.T, url, token string) *mcpSession {
 }
 
 func TestMCPServerHTTP(t *testing.T) {
-	a := newMCPAccount(t, "")
+	// Dave is a stranger: accept_from "anyone" queues his messages.
+	a := newMCPAccountWith(t, "", "anyone", "")
 	url, log, _ := startMCPHTTP(t, a)
 	ctx := context.Background()
 	dave := remoteUser(t, "dave")

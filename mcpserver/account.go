@@ -41,7 +41,8 @@ const (
 	DefaultPingInterval = 60 * time.Second
 	DefaultPingTimeout  = 15 * time.Second
 	// incomingBuffer is the client's stanza buffer: a burst past it while
-	// the session commits a message would be dropped (and logged).
+	// the session is busy would be dropped (and logged); the session hands
+	// messages to the writer (ingest.go) and never waits on the disk.
 	incomingBuffer = 4096
 	// maxPendingStrangers bounds the subscription requests kept from JIDs
 	// not in the roster (each is a contact and an xmpp: resource): past
@@ -108,10 +109,20 @@ type AccountOptions struct {
 	// Server is host:port, or empty: the domain's SRV record, then port
 	// 5222.
 	Server string
-	// QueueMax bounds the queued messages.
-	QueueMax int
-	Store    *Store
-	Log      *slog.Logger
+	// QueueMax bounds the queued messages, QueueMaxBytes their bytes as
+	// stored (0: no byte bound; the newest message is always kept).
+	QueueMax      int
+	QueueMaxBytes int64
+	// AcceptFrom is whose messages are queued: AcceptSubscribed (also
+	// when empty), AcceptRoster or AcceptAnyone. Message errors always
+	// pass it.
+	AcceptFrom string
+	// SenderRate (messages a second; 0: no limit) and SenderBurst bound
+	// the messages one sender (bare JID) may have queued.
+	SenderRate  float64
+	SenderBurst int
+	Store       *Store
+	Log         *slog.Logger
 	// DialOptions are passed to client.Dial (tests: a private CA).
 	DialOptions []client.Option
 	// PingInterval and PingTimeout: zero takes DefaultPingInterval and
@@ -135,6 +146,8 @@ type Account struct {
 	contacts map[string]*Contact
 	seq      uint64        // the last pendingSeq given
 	arrived  chan struct{} // closed and replaced when a message is queued
+
+	in *ingest // the filter and writer of received messages (ingest.go)
 }
 
 // NewAccount returns an account that is not connected yet (see Run).
@@ -148,7 +161,10 @@ func NewAccount(opts AccountOptions) *Account {
 	if opts.PingTimeout <= 0 {
 		opts.PingTimeout = DefaultPingTimeout
 	}
-	return &Account{opts: opts, contacts: map[string]*Contact{}, arrived: make(chan struct{})}
+	if opts.AcceptFrom == "" {
+		opts.AcceptFrom = AcceptSubscribed
+	}
+	return &Account{opts: opts, contacts: map[string]*Contact{}, arrived: make(chan struct{}), in: newIngest()}
 }
 
 // JID returns the account's bare JID.
@@ -159,6 +175,14 @@ func (a *Account) SetEvents(e Events) { a.events = e }
 
 // Run keeps the account logged in until ctx ends.
 func (a *Account) Run(ctx context.Context) {
+	// The writer commits the accepted messages; Run returns once it has
+	// committed the last.
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		a.writer(ctx)
+	}()
+	defer func() { <-done }()
 	backoff := reconnectMin
 	for {
 		start := time.Now()
@@ -415,22 +439,9 @@ func (a *Account) handle(ctx context.Context, s string) {
 		if !ok {
 			return
 		}
-		st, dropped, err := a.opts.Store.Push(ctx, a.opts.JID.String(), m, a.opts.QueueMax)
-		if err != nil {
-			a.opts.Log.Error("store message", "account", a.opts.JID.String(), "err", err)
-			return
-		}
-		if len(dropped) > 0 {
-			n, _ := a.opts.Store.Dropped(ctx, a.opts.JID.String())
-			a.opts.Log.Warn("message queue full: oldest dropped", "account", a.opts.JID.String(), "dropped", len(dropped), "dropped_total", n, "queue_max", a.opts.QueueMax)
-		}
-		a.mu.Lock()
-		close(a.arrived)
-		a.arrived = make(chan struct{})
-		a.mu.Unlock()
-		if a.events != nil {
-			a.events.MessageQueued(st, dropped)
-		}
+		// Filtered here, committed by the writer: the session never
+		// waits on the disk.
+		a.offer(m, len(s))
 	}
 }
 

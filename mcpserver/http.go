@@ -6,9 +6,12 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"time"
+
+	"agentgw/agentclient"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -30,13 +33,50 @@ type Token struct {
 	Scopes []string
 }
 
-// HTTPHandler serves the accounts' servers (by bare JID) over Streamable
-// HTTP at Path. A request must carry one of tokens as a bearer token, or it
-// gets 401 with a WWW-Authenticate challenge; the token picks the account
-// and its scopes.
+// DefaultMaxSessionsPerToken is [mcp] max_sessions_per_token: the live
+// MCP sessions one token may hold at once.
+const DefaultMaxSessionsPerToken = 16
+
+// HTTPOptions configure the Streamable HTTP transport.
+type HTTPOptions struct {
+	Log *slog.Logger
+	// AllowedOrigins are the Origin header values accepted
+	// (scheme://host[:port], compared without case); a request with any
+	// other Origin gets 403. None (the default) refuses every request that
+	// carries an Origin: MCP clients other than browsers send none.
+	AllowedOrigins []string
+	// MaxSessionsPerToken bounds the live sessions of one token; zero
+	// takes DefaultMaxSessionsPerToken.
+	MaxSessionsPerToken int
+	// Metrics, if set, is served at MetricsPath to any valid token.
+	Metrics http.Handler
+}
+
+// MetricsPath is where the metrics are served beside Path.
+const MetricsPath = "/metrics"
+
+// HTTPHandler is NewHTTPHandler with the default options.
 func HTTPHandler(servers map[string]*Server, tokens []Token, log *slog.Logger) http.Handler {
+	return NewHTTPHandler(servers, tokens, HTTPOptions{Log: log})
+}
+
+// NewHTTPHandler serves the accounts' servers (by bare JID) over
+// Streamable HTTP at Path. Every request, on any path, is first checked
+// against DNS rebinding: an Origin not in opts.AllowedOrigins, or (on a
+// loopback listener) a Host that is not loopback, gets 403 before anything
+// else sees it. Then a request must carry one of tokens as a bearer
+// token, or it gets 401 with a WWW-Authenticate challenge; the token picks
+// the account and its scopes.
+func NewHTTPHandler(servers map[string]*Server, tokens []Token, opts HTTPOptions) http.Handler {
+	log := opts.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	if opts.MaxSessionsPerToken <= 0 {
+		opts.MaxSessionsPerToken = DefaultMaxSessionsPerToken
+	}
+	for _, s := range servers {
+		s.maxSessions = opts.MaxSessionsPerToken
 	}
 	lookup := func(header string) (int, bool) {
 		typ, value, _ := strings.Cut(header, " ")
@@ -62,7 +102,10 @@ func HTTPHandler(servers map[string]*Server, tokens []Token, log *slog.Logger) h
 			return s.mcp
 		}
 		return nil
-	}, &mcp.StreamableHTTPOptions{Logger: log, SessionTimeout: sessionTimeout})
+	}, &mcp.StreamableHTTPOptions{Logger: log, SessionTimeout: sessionTimeout,
+		// guard checks the Host of every request, in front of the tasks
+		// layer too; go-sdk's check would be a second, partial one.
+		DisableLocalhostProtection: true})
 	verify := auth.RequireBearerToken(func(_ context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
 		i, ok := lookup(r.Header.Get("Authorization"))
 		if !ok {
@@ -79,7 +122,7 @@ func HTTPHandler(servers map[string]*Server, tokens []Token, log *slog.Logger) h
 	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(tasksHTTP(servers, streamable))
 
 	mux := http.NewServeMux()
-	mux.HandleFunc(Path, func(w http.ResponseWriter, r *http.Request) {
+	unauthorized := func(w http.ResponseWriter, r *http.Request) bool {
 		h := r.Header.Get("Authorization")
 		if _, ok := lookup(h); !ok {
 			// RFC 6750 §3: no error code when no credentials came.
@@ -90,11 +133,61 @@ func HTTPHandler(servers map[string]*Server, tokens []Token, log *slog.Logger) h
 			w.Header().Set("WWW-Authenticate", challenge)
 			http.Error(w, "unauthorized: a valid bearer token is required", http.StatusUnauthorized)
 			log.Info("mcp http: unauthorized request", "remote", r.RemoteAddr, "credentials", h != "")
+			return true
+		}
+		return false
+	}
+	mux.HandleFunc(Path, func(w http.ResponseWriter, r *http.Request) {
+		if !unauthorized(w, r) {
+			verify.ServeHTTP(w, r)
+		}
+	})
+	if opts.Metrics != nil {
+		mux.HandleFunc(MetricsPath, func(w http.ResponseWriter, r *http.Request) {
+			if !unauthorized(w, r) {
+				opts.Metrics.ServeHTTP(w, r)
+			}
+		})
+	}
+	return guard(mux, opts.AllowedOrigins, log)
+}
+
+// guard refuses with 403, before anything else sees the request, one whose
+// Origin is not allowed (browsers send it; MCP requires servers to check
+// it against DNS rebinding), and, on a loopback listener, one whose Host
+// is not a loopback name (a rebound name's page).
+func guard(next http.Handler, allowed []string, log *slog.Logger) http.Handler {
+	origins := map[string]bool{}
+	for _, o := range allowed {
+		origins[strings.ToLower(o)] = true
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if vs := r.Header.Values("Origin"); len(vs) > 0 && (len(vs) > 1 || !origins[strings.ToLower(vs[0])]) {
+			log.Info("mcp http: foreign origin refused", "remote", r.RemoteAddr, "origin", agentclient.SafeText(vs[0], 200))
+			http.Error(w, "forbidden: origin not allowed", http.StatusForbidden)
 			return
 		}
-		verify.ServeHTTP(w, r)
+		if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && loopbackAddr(local.String()) && !loopbackAddr(r.Host) {
+			log.Info("mcp http: non-loopback host refused", "remote", r.RemoteAddr, "host", agentclient.SafeText(r.Host, 200))
+			http.Error(w, "forbidden: invalid Host header", http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
 	})
-	return mux
+}
+
+// loopbackAddr reports whether host[:port] names the loopback interface.
+func loopbackAddr(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // tokenUserID names a token by the SHA-256 of its value (never the value

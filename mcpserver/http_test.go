@@ -34,6 +34,14 @@ type offline struct {
 
 func startOffline(t *testing.T) *offline {
 	t.Helper()
+	return startOfflineTokens(t, []mcpserver.Token{
+		{Value: []byte(fullToken), Account: account, Scopes: []string{scope.Wildcard}},
+		{Value: []byte(sendToken), Account: account, Scopes: []string{scope.MessageSend}},
+	}, mcpserver.HTTPOptions{})
+}
+
+func startOfflineTokens(t *testing.T, tokens []mcpserver.Token, opts mcpserver.HTTPOptions) *offline {
+	t.Helper()
 	ctx := context.Background()
 	store := openStore(t, filepath.Join(t.TempDir(), "mcp.db"))
 	o := &offline{store: store}
@@ -50,10 +58,7 @@ func startOffline(t *testing.T) *offline {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := mcpserver.HTTPHandler(map[string]*mcpserver.Server{account: srv}, []mcpserver.Token{
-		{Value: []byte(fullToken), Account: account, Scopes: []string{scope.Wildcard}},
-		{Value: []byte(sendToken), Account: account, Scopes: []string{scope.MessageSend}},
-	}, nil)
+	h := mcpserver.NewHTTPHandler(map[string]*mcpserver.Server{account: srv}, tokens, opts)
 	hs := httptest.NewServer(h)
 	t.Cleanup(hs.Close)
 	o.url = hs.URL + mcpserver.Path

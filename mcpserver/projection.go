@@ -11,7 +11,9 @@ import (
 
 	"agentgw/agentclient"
 	"agentgw/manifest"
+	"agentgw/mcpserver/scope"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -218,6 +220,14 @@ func (p *projector) project(a AgentProjection, m *manifest.Manifest) {
 // pinned to that version and hash.
 func (p *projector) handler(m *manifest.Manifest, tool, name string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		// The scope middleware saw the tool projected; a projection
+		// change may have withdrawn it since. Check again, scope included.
+		if !p.isProjected(name) {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", name)}
+		}
+		if !p.g.s.requestScopes(req).Has(scope.AgentsCall) {
+			return nil, forbidden("tool "+name, scope.AgentsCall)
+		}
 		pc, bad := p.prepare(ctx, m, tool, name, req.Params.Arguments)
 		if bad != nil {
 			return bad, nil

@@ -81,6 +81,65 @@ type Server struct {
 	sinks map[string]*statusSink
 	// runCtx is the server's lifetime: MCP tasks are followed within it.
 	runCtx context.Context
+
+	// maxSessions bounds the live HTTP sessions of one token, and
+	// sessions are the sessions each token (by task owner) opened.
+	maxSessions int
+	sessions    map[string]map[string]bool
+	// waiters counts the WaitForMessage calls in progress, by token.
+	waiters map[string]int
+}
+
+// sessionAllowed reports whether owner may open one more MCP session: the
+// sessions go-sdk has closed (expired, deleted) are forgotten first.
+func (s *Server) sessionAllowed(owner string) bool {
+	live := map[string]bool{}
+	for ss := range s.mcp.Sessions() {
+		live[ss.ID()] = true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id := range s.sessions[owner] {
+		if !live[id] {
+			delete(s.sessions[owner], id)
+		}
+	}
+	return s.maxSessions <= 0 || len(s.sessions[owner]) < s.maxSessions
+}
+
+func (s *Server) sessionOpened(owner, id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sessions[owner] == nil {
+		s.sessions[owner] = map[string]bool{}
+	}
+	s.sessions[owner][id] = true
+}
+
+// MaxWaitsPerToken bounds the WaitForMessage calls one token (or the
+// stdio client) has in progress at once.
+const MaxWaitsPerToken = 4
+
+// startMessageWait counts one more WaitForMessage of the request's token, or
+// reports false when it already has MaxWaitsPerToken.
+func (s *Server) startMessageWait(req mcp.Request) (done func(), ok bool) {
+	key := "stdio"
+	if ex := req.GetExtra(); ex != nil && ex.TokenInfo != nil {
+		key = ex.TokenInfo.UserID
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.waiters[key] >= MaxWaitsPerToken {
+		return nil, false
+	}
+	s.waiters[key]++
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.waiters[key]--; s.waiters[key] <= 0 {
+			delete(s.waiters, key)
+		}
+	}, true
 }
 
 // New returns the MCP server of acct, whose messages are in store. It
@@ -92,7 +151,8 @@ func New(ctx context.Context, acct *Account, store *Store, opts Options) (*Serve
 	}
 	s := &Server{acct: acct, store: store, opts: opts, contacts: map[string]bool{}, messages: map[string]bool{},
 		updates: map[string]bool{}, wake: make(chan struct{}, 1), taskWait: map[string]chan struct{}{}, waits: map[string]int{},
-		inputs: map[string]*taskInput{}, elicits: map[string]elicitWait{}, sinks: map[string]*statusSink{}, runCtx: ctx}
+		inputs: map[string]*taskInput{}, elicits: map[string]elicitWait{}, sinks: map[string]*statusSink{}, runCtx: ctx,
+		sessions: map[string]map[string]bool{}, waiters: map[string]int{}}
 	go s.updater(ctx)
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "agentgw-xmpp", Title: "XMPP MCP Server (agentgw)", Version: Version}, &mcp.ServerOptions{
 		Instructions: "This server is the XMPP account " + acct.JID().String() + ". Received messages wait as mid: resources " +
@@ -177,7 +237,13 @@ func (s *Server) scopes(next mcp.MethodHandler) mcp.MethodHandler {
 		switch method {
 		case "tools/call":
 			name := req.(*mcp.CallToolRequest).Params.Name
-			if sc := s.toolScope(name); sc != "" && !held.Has(sc) {
+			// Fail closed: a tool whose scope is not known is refused,
+			// even to a holder of every scope.
+			sc := s.toolScope(name)
+			if sc == "" {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", name)}
+			}
+			if !held.Has(sc) {
 				return nil, forbidden("tool "+name, sc)
 			}
 		case "tools/list":
@@ -185,13 +251,38 @@ func (s *Server) scopes(next mcp.MethodHandler) mcp.MethodHandler {
 			if lr, ok := res.(*mcp.ListToolsResult); ok && err == nil {
 				kept := lr.Tools[:0:0]
 				for _, t := range lr.Tools {
-					if held.Has(s.toolScope(t.Name)) {
+					if sc := s.toolScope(t.Name); sc != "" && held.Has(sc) {
 						kept = append(kept, t)
 					}
 				}
 				lr.Tools = kept
 			}
 			return res, err
+		case "resources/list":
+			if !held.Has(scope.ResourcesList) {
+				return nil, forbidden(method, scope.ResourcesList)
+			}
+			res, err := next(ctx, method, req)
+			if lr, ok := res.(*mcp.ListResourcesResult); ok && err == nil && !held.Has(scope.MessageGet) {
+				// A message is the scope Tools.Message.Get's to see.
+				kept := lr.Resources[:0:0]
+				for _, r := range lr.Resources {
+					if !isMessageURI(r.URI) {
+						kept = append(kept, r)
+					}
+				}
+				lr.Resources = kept
+			}
+			return res, err
+		case "resources/read":
+			if !held.Has(scope.ResourcesRead) {
+				return nil, forbidden(method, scope.ResourcesRead)
+			}
+			// Without Tools.Message.Get a message is not there: the
+			// answer is a missing resource's, whether it exists or not.
+			if uri := req.(*mcp.ReadResourceRequest).Params.URI; isMessageURI(uri) && !held.Has(scope.MessageGet) {
+				return nil, mcp.ResourceNotFoundError(uri)
+			}
 		default:
 			if sc, ok := methodScopes[method]; ok && !held.Has(sc) {
 				return nil, forbidden(method, sc)
@@ -199,6 +290,11 @@ func (s *Server) scopes(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		return next(ctx, method, req)
 	}
+}
+
+// isMessageURI reports whether uri names a message (mid:), in any case.
+func isMessageURI(uri string) bool {
+	return len(uri) >= 4 && strings.EqualFold(uri[:4], "mid:")
 }
 
 // toolScope returns the scope a tool needs, or "" for an unknown tool.

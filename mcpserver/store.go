@@ -8,7 +8,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"strings"
 	"time"
+
+	"agentgw/internal/privfile"
 
 	_ "modernc.org/sqlite" // the "sqlite" driver
 )
@@ -59,7 +63,17 @@ type Stored struct {
 }
 
 // OpenStore opens or creates the store at path.
+// The file and its -wal and -shm are private (mode 0600), and an existing
+// one that group or others may read is refused: it holds every received
+// message and every agent task result.
 func OpenStore(ctx context.Context, path string) (*Store, error) {
+	if path == "" || strings.ContainsRune(path, '?') {
+		// modernc splits the DSN at the first '?'.
+		return nil, fmt.Errorf("open message store: invalid path %q", path)
+	}
+	if err := privfile.Database(path); err != nil {
+		return nil, fmt.Errorf("open message store: %w", err)
+	}
 	db, err := sql.Open("sqlite", path+"?"+storeDSN)
 	if err != nil {
 		return nil, fmt.Errorf("open message store: %w", err)
@@ -110,49 +124,88 @@ func newID() string {
 // Push queues m for account under a fresh ID, then drops the oldest
 // messages past max; it returns the stored message and the IDs dropped.
 func (s *Store) Push(ctx context.Context, account string, m MessageResponse, max int) (Stored, []string, error) {
+	st, dropped, err := s.PushBatch(ctx, account, []MessageResponse{m}, max, 0)
+	if err != nil {
+		return Stored{}, nil, err
+	}
+	return st[0], dropped, nil
+}
+
+// PushBatch queues ms for account, oldest first, under fresh IDs, in one
+// transaction (one fsync however many there are). Then it drops the oldest
+// messages of account past max, and past maxBytes of stored messages in
+// all (0: no byte bound), but never the newest. It returns the messages
+// stored (dropped ones included) and the IDs dropped, oldest first.
+func (s *Store) PushBatch(ctx context.Context, account string, ms []MessageResponse, max int, maxBytes int64) ([]Stored, []string, error) {
+	if len(ms) == 0 {
+		return nil, nil, nil
+	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return Stored{}, nil, err
+		return nil, nil, err
 	}
 	defer tx.Rollback()
-	st := Stored{ID: newID(), ReceivedAt: s.Now(), Message: m}
-	raw, err := json.Marshal(m)
-	if err != nil {
-		return Stored{}, nil, err
+	now := s.Now()
+	out := make([]Stored, len(ms))
+	for i, m := range ms {
+		st := Stored{ID: newID(), ReceivedAt: now, Message: m}
+		raw, err := json.Marshal(m)
+		if err != nil {
+			return nil, nil, err
+		}
+		if _, err := tx.ExecContext(ctx, "INSERT INTO message (account, id, received_at, message) VALUES (?, ?, ?, ?)",
+			account, st.ID, st.ReceivedAt.UnixMilli(), string(raw)); err != nil {
+			return nil, nil, fmt.Errorf("store message: %w", err)
+		}
+		out[i] = st
 	}
-	if _, err := tx.ExecContext(ctx, "INSERT INTO message (account, id, received_at, message) VALUES (?, ?, ?, ?)",
-		account, st.ID, st.ReceivedAt.UnixMilli(), string(raw)); err != nil {
-		return Stored{}, nil, fmt.Errorf("store message: %w", err)
+	if maxBytes <= 0 {
+		maxBytes = math.MaxInt64
 	}
-	rows, err := tx.QueryContext(ctx, "SELECT id FROM message WHERE account = ? ORDER BY seq DESC LIMIT -1 OFFSET ?", account, max)
+	// Newest first: a row is dropped when it is past max, or when the
+	// messages up to it (it included) exceed maxBytes; the newest stays.
+	rows, err := tx.QueryContext(ctx, `SELECT id FROM (
+		SELECT id, seq,
+			ROW_NUMBER() OVER w AS n,
+			SUM(length(CAST(message AS BLOB))) OVER w AS bytes
+		FROM message WHERE account = ?
+		WINDOW w AS (ORDER BY seq DESC ROWS UNBOUNDED PRECEDING)
+	) WHERE n > ? OR (n > 1 AND bytes > ?) ORDER BY seq`, account, max, maxBytes)
 	if err != nil {
-		return Stored{}, nil, err
+		return nil, nil, err
 	}
 	var dropped []string
 	for rows.Next() {
 		var id string
 		if err := rows.Scan(&id); err != nil {
 			rows.Close()
-			return Stored{}, nil, err
+			return nil, nil, err
 		}
 		dropped = append(dropped, id)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return Stored{}, nil, err
+		return nil, nil, err
 	}
 	for _, id := range dropped {
 		if _, err := tx.ExecContext(ctx, "DELETE FROM message WHERE id = ?", id); err != nil {
-			return Stored{}, nil, err
+			return nil, nil, err
 		}
 	}
 	if len(dropped) > 0 {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO dropped (account, count) VALUES (?, ?)
 			ON CONFLICT (account) DO UPDATE SET count = count + excluded.count`, account, len(dropped)); err != nil {
-			return Stored{}, nil, err
+			return nil, nil, err
 		}
 	}
-	return st, dropped, tx.Commit()
+	return out, dropped, tx.Commit()
+}
+
+// QueuedBytes returns the bytes of the messages of account as stored,
+// and how many there are.
+func (s *Store) QueuedBytes(ctx context.Context, account string) (bytes int64, n int, err error) {
+	err = s.db.QueryRowContext(ctx, "SELECT COALESCE(SUM(length(CAST(message AS BLOB))), 0), COUNT(*) FROM message WHERE account = ?", account).Scan(&bytes, &n)
+	return bytes, n, err
 }
 
 // Oldest returns the oldest message of account without removing it;

@@ -3,7 +3,11 @@ package mcpserver_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 
 	"agentgw/mcpserver"
@@ -71,5 +75,59 @@ func TestStoreQueue(t *testing.T) {
 	}
 	if _, err := s.Take(ctx, alice, ""); !errors.Is(err, mcpserver.ErrNotFound) {
 		t.Fatalf("Take on empty: %v", err)
+	}
+}
+
+// TestStoreIsPrivate: the message store, its -wal and -shm are 0600 with
+// umask 022, and an exposed existing store is refused, naming the file.
+func TestStoreIsPrivate(t *testing.T) {
+	old := syscall.Umask(0o022)
+	defer syscall.Umask(old)
+	path := filepath.Join(t.TempDir(), "mcp.db")
+	s := openStore(t, path)
+	if _, _, err := s.Push(context.Background(), "a@example.org", mcpserver.MessageResponse{Success: true, Body: "hi"}, 10); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		info, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := info.Mode().Perm(); m != 0o600 {
+			t.Errorf("%s: mode %04o, want 0600", filepath.Base(p), m)
+		}
+	}
+	s.Close()
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mcpserver.OpenStore(context.Background(), path); err == nil || !strings.Contains(err.Error(), path) {
+		t.Fatalf("exposed store: %v", err)
+	}
+}
+
+// BenchmarkStorePush compares queueing messages one transaction each (as
+// the session did before issue 22) with the writer's batches: the cost
+// is the fsync of each commit (synchronous=FULL).
+func BenchmarkStorePush(b *testing.B) {
+	m := mcpserver.MessageResponse{Success: true, From: "dave@remote.example/phone", FromBareJid: "dave@remote.example", Body: "hello there"}
+	for _, size := range []int{1, 16, 256} {
+		b.Run(fmt.Sprintf("batch=%d", size), func(b *testing.B) {
+			s, err := mcpserver.OpenStore(context.Background(), filepath.Join(b.TempDir(), "mcp.db"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			batch := make([]mcpserver.MessageResponse, size)
+			for i := range batch {
+				batch[i] = m
+			}
+			b.ResetTimer()
+			for done := 0; done < b.N; done += size {
+				if _, _, err := s.PushBatch(context.Background(), "carol@home.example", batch, 1000, 16<<20); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -34,7 +34,13 @@ func tasksHTTP(servers map[string]*Server, next http.Handler) http.Handler {
 		}
 		body, err := io.ReadAll(io.LimitReader(r.Body, maxTaskBody+1))
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		if err != nil || len(body) > maxTaskBody {
+		if err == nil && len(body) > maxTaskBody {
+			// Past what the layer reads, nothing goes on unchecked (an
+			// initialize there would escape max_sessions_per_token).
+			http.Error(w, fmt.Sprintf("request body over %d bytes", maxTaskBody), http.StatusRequestEntityTooLarge)
+			return
+		}
+		if err != nil {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -65,8 +71,19 @@ func tasksHTTP(servers map[string]*Server, next http.Handler) http.Handler {
 		held := scope.Of(ti.Scopes)
 		switch req.Method {
 		case "initialize", "tools/list":
+			if req.Method == "initialize" && !s.sessionAllowed(owner) {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusTooManyRequests)
+				b, _ := jsonrpc.EncodeMessage(response(req.ID, nil, &jsonrpc.Error{Code: CodeForbidden,
+					Message: fmt.Sprintf("this token already holds %d MCP sessions (max_sessions_per_token): close one (HTTP DELETE) or let it expire", s.maxSessions)}))
+				w.Write(b)
+				return
+			}
 			cw := &captureWriter{header: w.Header()}
 			next.ServeHTTP(cw, r)
+			if id := cw.Header().Get("Mcp-Session-Id"); req.Method == "initialize" && id != "" {
+				s.sessionOpened(owner, id)
+			}
 			patch := addTasksCapability
 			if req.Method == "tools/list" {
 				patch = s.addExecution

@@ -345,6 +345,14 @@ func (s *Server) handler(t tool) mcp.ToolHandler {
 			res = MessageResponse{Message: err.Error()}
 		case err != nil:
 			res = GenericResponse{Message: err.Error()}
+		case t.name == "WaitForMessage":
+			done, ok := s.startMessageWait(req)
+			if !ok {
+				res = MessageResponse{Message: fmt.Sprintf("this token already has %d WaitForMessage calls in progress: wait for one to return", MaxWaitsPerToken)}
+				break
+			}
+			res = t.run(s, ctx, a)
+			done()
 		default:
 			res = t.run(s, ctx, a)
 		}

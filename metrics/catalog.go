@@ -35,7 +35,12 @@ var (
 	// RuntimeRestarts counts restarts of crashed tool servers, by runtime.
 	RuntimeRestarts = NewCounter("agentgw_runtime_restarts_total", "Restarts of a tool server after it failed or exited, by runtime.", "runtime")
 
-	families = []metric{IQRequests, IQDuration, Admissions, Commits, CommitBatch, Tasks, StreamReconnects, RuntimeRestarts, process{}}
+	// MCPMessagesRefused counts the messages `agentgw mcp` did not queue,
+	// by reason: sender (not allowed by accept_from), rate (past the
+	// sender's rate) or backlog (the writer is behind).
+	MCPMessagesRefused = NewCounter("agentgw_mcp_messages_refused_total", "Received messages agentgw mcp did not queue, by reason: sender (accept_from), rate (sender_rate_limit) or backlog.", "reason")
+
+	families = []metric{IQRequests, IQDuration, Admissions, Commits, CommitBatch, Tasks, StreamReconnects, RuntimeRestarts, MCPMessagesRefused, process{}}
 )
 
 // process describes the Go process: goroutines and heap.

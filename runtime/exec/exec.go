@@ -36,6 +36,7 @@ import (
 	"syscall"
 	"time"
 
+	"agentgw/internal/privfile"
 	"agentgw/runtime"
 )
 
@@ -73,7 +74,10 @@ type Options struct {
 	// endpoint's configuration. The program must be an absolute path to
 	// an executable file; it is not looked up in PATH.
 	Command []string
-	// Dir is the working directory of the tool; empty means os.TempDir().
+	// Dir is the working directory of the tool. Empty means a fresh 0700
+	// directory of its own (the gateway passes one under its state
+	// directory), never the shared temporary directory, where another
+	// local user could plant symbolic links.
 	Dir string
 	// Env holds extra KEY=value entries for the tool's environment, which
 	// otherwise contains only PATH and LANG. The gateway's own environment
@@ -140,7 +144,11 @@ func New(opts Options) (*Runtime, error) {
 		opts.MaxStderrBytes = DefaultMaxStderrBytes
 	}
 	if opts.Dir == "" {
-		opts.Dir = os.TempDir()
+		d, err := privfile.TempWorkDir()
+		if err != nil {
+			return nil, fmt.Errorf("working directory: %w", err)
+		}
+		opts.Dir = d
 	}
 	opts.Command = append([]string(nil), opts.Command...)
 	return &Runtime{opts: opts, env: env}, nil

@@ -70,8 +70,9 @@ type Options struct {
 	// command key). A program name without a slash is looked up in the
 	// PATH of the child's environment.
 	Command []string
-	// Dir is the working directory of a stdio server; empty means
-	// os.TempDir().
+	// Dir is the working directory of a stdio server. Empty means a
+	// fresh 0700 directory of its own (the gateway passes one under its
+	// state directory), never the shared temporary directory.
 	Dir string
 	// Env holds extra literal KEY=value entries for a stdio server (the
 	// env key), for non-secret settings. The child's environment

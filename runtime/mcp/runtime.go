@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"agentgw/internal/privfile"
 	"agentgw/runtime"
 )
 
@@ -27,11 +29,14 @@ const relatedTaskMeta = "io.modelcontextprotocol/related-task"
 // Runtime bridges the tools of one endpoint to an upstream MCP server. It
 // implements runtime.Runtime; Import produces the endpoint's manifest.
 type Runtime struct {
-	opts   Options
-	client *sdk.Client
-	up     *upstream
-	cancel context.CancelFunc
-	seq    atomic.Uint64
+	opts Options
+	// tempDir is the working directory New made (no Dir given), removed
+	// at Close.
+	tempDir string
+	client  *sdk.Client
+	up      *upstream
+	cancel  context.CancelFunc
+	seq     atomic.Uint64
 
 	mu      sync.Mutex
 	byToken map[string]*execution                          // progress token
@@ -55,9 +60,18 @@ func New(opts Options) (*Runtime, error) {
 	if err := opts.check(); err != nil {
 		return nil, err
 	}
+	tempDir := ""
+	if len(opts.Command) > 0 && opts.Dir == "" {
+		d, err := privfile.TempWorkDir()
+		if err != nil {
+			return nil, fmt.Errorf("mcp runtime: working directory: %w", err)
+		}
+		opts.Dir, tempDir = d, d
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &Runtime{
 		opts:    opts,
+		tempDir: tempDir,
 		cancel:  cancel,
 		byToken: make(map[string]*execution),
 		byTask:  make(map[taskKey]*execution),
@@ -96,6 +110,10 @@ func (r *Runtime) Close() error {
 	// for ConnectTimeout.
 	r.cancel()
 	r.up.close()
+	if r.tempDir != "" {
+		// The directory New made for the server; nobody else uses it.
+		os.RemoveAll(r.tempDir)
+	}
 	return nil
 }
 

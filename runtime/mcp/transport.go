@@ -175,10 +175,7 @@ func (r *Runtime) command(sec *secrets) (*osexec.Cmd, error) {
 	}
 	cmd := osexec.Command(prog, r.opts.Command[1:]...)
 	cmd.Env = env
-	cmd.Dir = r.opts.Dir
-	if cmd.Dir == "" {
-		cmd.Dir = os.TempDir()
-	}
+	cmd.Dir = r.opts.Dir // never empty: New made a private one
 	setGroup(cmd)
 	return cmd, nil
 }
