@@ -83,7 +83,7 @@ func encodeTokens(toks []xml.Token) []byte {
 }
 
 type frozenReader struct {
-	toks  []xml.Token
+	toks   []xml.Token
 	attrs  []xml.Attr // this replay's copies, carved in order
 	nattrs int        // Frozen.attrs: attrs is made at the first token
 	raw    []byte     // Frozen.raw
