@@ -68,8 +68,11 @@ func BenchmarkAdmissionHistory(b *testing.B) {
 		n     int
 	}
 	var svcs []*svcAt
-	for _, quota := range []bool{true, false} {
-		for _, n := range retained {
+	// The stores are made in pairs, with and without quotas: in a run
+	// that made the three with quotas first, those were 16-26% slower,
+	// and 1-6% faster with the order reversed.
+	for _, n := range retained {
+		for _, quota := range []bool{true, false} {
 			seed := historySeed(b, n)
 			dir := b.TempDir()
 			path := filepath.Join(dir, "agentgw.db")
