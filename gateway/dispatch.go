@@ -231,7 +231,7 @@ func (s *session) handle(req *Request) {
 		s.replyError(req, err)
 		return
 	}
-	s.replyResult(req, payload)
+	s.replyResult(req, payload, false)
 	if a, ok := payload.(*afterRead); ok {
 		// Written or not, the reply is done with: a reply whose write
 		// failed (the stream is being dropped) still releases what waits
@@ -305,9 +305,12 @@ func (s *session) dispatchMessage(el wire.Element) {
 // written as the bytes it was encoded to once (writeResultBytes). Any
 // other payload is copied once, by measuring it, and encoded by mellium
 // without being measured again: the envelope is bounded (iqEnvelope).
-func (s *session) replyResult(req *Request, payload xml.TokenReader) {
+//
+// onReadLoop is set by the read loop's fast path (fastpath.go): a frozen
+// answer then leaves with the others of the same read (traceConn.writeLater).
+func (s *session) replyResult(req *Request, payload xml.TokenReader, onReadLoop bool) {
 	if raw, ok := wire.FrozenBytes(payload); ok && s.out != nil {
-		if s.writeResultBytes(req, raw) {
+		if s.writeResultBytes(req, raw, onReadLoop) {
 			return
 		}
 	}
@@ -329,7 +332,7 @@ var resultBufs = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return 
 // nothing, when the stanza would be over wire.MaxStanzaBytes: the caller
 // then answers as for any payload. The IQ takes the stream's default
 // namespace (jabber:component:accept), as mellium's do.
-func (s *session) writeResultBytes(req *Request, payload []byte) bool {
+func (s *session) writeResultBytes(req *Request, payload []byte, later bool) bool {
 	bp := resultBufs.Get().(*[]byte)
 	b := append((*bp)[:0], `<iq type="result" id="`...)
 	b = appendAttr(b, req.ID)
@@ -342,7 +345,7 @@ func (s *session) writeResultBytes(req *Request, payload []byte) bool {
 	b = append(b, "</iq>"...)
 	ok := len(b) <= wire.MaxStanzaBytes
 	if ok {
-		_ = s.writeBytes(b)
+		_ = s.writeBytes(b, later)
 	}
 	if cap(b) <= 64<<10 {
 		*bp = b
@@ -454,8 +457,10 @@ func (s *session) writeWith(r xml.TokenReader, measure bool) error {
 // writeBytes writes one whole stanza given as bytes, in one write, ordered
 // with every other stanza by s.wmu as write is. Between two of mellium's
 // sends its encoder holds nothing unwritten (sendWhole flushes), so bytes
-// written here stand between whole stanzas.
-func (s *session) writeBytes(b []byte) error {
+// written here stand between whole stanzas. later (the read loop only)
+// queues them to leave before the connection's next read or write
+// (traceConn.writeLater); b may be reused once it returns.
+func (s *session) writeBytes(b []byte, later bool) error {
 	if s.ctx.Err() != nil {
 		return ErrStreamLost
 	}
@@ -466,6 +471,9 @@ func (s *session) writeBytes(b []byte) error {
 	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	if later {
+		return s.wrote(s.out.writeLater(b))
+	}
 	_, err := s.out.Write(b)
 	return s.wrote(err)
 }
