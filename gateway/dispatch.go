@@ -46,6 +46,8 @@ type session struct {
 	// (write.go).
 	out *traceConn
 	wmu sync.Mutex
+	// jids are the read loop's parsed addresses (stanzaAddrs).
+	jids jidCache
 }
 
 func (s *session) touch()            { s.lastNS.Store(time.Now().UnixNano()) }
@@ -105,12 +107,12 @@ func (s *session) stanzaAddrs(start xml.StartElement) (from, to jid.JID, id, typ
 		switch a.Name.Local {
 		case "from":
 			sawFrom = true
-			from, ok = parseJID(a.Value)
+			from, ok = s.jids.parse(a.Value)
 			if !ok {
 				return
 			}
 		case "to":
-			to, ok = parseJID(a.Value)
+			to, ok = s.jids.parse(a.Value)
 			if !ok {
 				return
 			}
@@ -133,6 +135,30 @@ func (s *session) stanzaAddrs(start xml.StartElement) (from, to jid.JID, id, typ
 		return from, to, id, typ, false
 	}
 	return from, to, id, typ, true
+}
+
+// jidCache holds the JIDs the read loop parsed lately, by their text: the
+// addresses of a stream repeat, and parsing one (PRECIS and IDNA
+// normalization) was a seventh of the read loop's work under a flood.
+// Only valid JIDs are kept, at most maxCachedJIDs, after which it starts
+// over. Only the read loop uses it (stanzaAddrs), so it has no lock.
+type jidCache struct{ m map[string]jid.JID }
+
+const maxCachedJIDs = 1024
+
+func (c *jidCache) parse(s string) (jid.JID, bool) {
+	if j, ok := c.m[s]; ok {
+		return j, true
+	}
+	j, ok := parseJID(s)
+	if !ok || s == "" {
+		return j, ok
+	}
+	if c.m == nil || len(c.m) >= maxCachedJIDs {
+		c.m = make(map[string]jid.JID)
+	}
+	c.m[s] = j
+	return j, true
 }
 
 func parseJID(s string) (jid.JID, bool) {
