@@ -45,6 +45,7 @@ var requestQueries = map[string]string{
 	"subscribe: total quota":             `SELECT value FROM stat WHERE name = 'subscriptions'`,
 	"presence probe: subscribed":         `SELECT count(*) FROM presence_subscription WHERE endpoint_jid = ? AND subscriber = ?`,
 	"retention: version retained, tasks": `SELECT 1 FROM task WHERE target = ? AND api_version = ? LIMIT 1`,
+	"removal: delete version":            `DELETE FROM manifest_version WHERE endpoint_jid = ? AND version = ?`,
 }
 
 // placeholders returns an argument for each parameter of q (?N or ?).

@@ -254,8 +254,9 @@ CREATE TABLE runtime_process (
 
 // usageCounterMigration turns schema version 8 into version 9: the quota
 // counters kept by triggers (quota.go), filled from the stored rows, in
-// place of the task_caller index the sums read. schema.sql holds the same
-// tables and triggers; once shipped, never edit this.
+// place of the task_caller index the sums read, and an index of each
+// version's tasks. schema.sql holds the same tables, triggers and index;
+// once shipped, never edit this.
 const usageCounterMigration = `
 CREATE TABLE caller_usage (
 	caller   TEXT    NOT NULL PRIMARY KEY,
@@ -285,6 +286,7 @@ INSERT INTO endpoint_count (jid, versions, subscriptions)
 		SELECT endpoint_jid, 0, 1 FROM presence_subscription)
 	GROUP BY jid;
 DROP INDEX task_caller;
+CREATE INDEX task_version ON task (target, api_version);
 
 CREATE TRIGGER caller_usage_task_insert AFTER INSERT ON task
 BEGIN

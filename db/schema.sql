@@ -222,6 +222,11 @@ CREATE TABLE task (
 -- restart scan of unsettled tasks reads the table once, at start.
 CREATE INDEX task_purge ON task (next_wake) WHERE terminal = 1;
 
+-- A version's tasks: whether any task still holds it (versionRetained), and
+-- the foreign key's check when a version is deleted, in O(log n) where the
+-- replay record's (target, …) prefix read every task of the endpoint.
+CREATE INDEX task_version ON task (target, api_version);
+
 
 -- Lifecycle events, one per revision after 0.
 CREATE TABLE task_event (
