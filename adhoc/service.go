@@ -92,6 +92,12 @@ func (s *Service) commandTools(ctx context.Context, r Request) (*manifest.Manife
 	if err != nil {
 		return nil, nil, err
 	}
+	return s.commandToolsOf(ctx, r, v)
+}
+
+// commandToolsOf is commandTools for v, the summary of r.To already read
+// for r.From.
+func (s *Service) commandToolsOf(ctx context.Context, r Request, v db.Version) (*manifest.Manifest, []*manifest.Tool, error) {
 	if s.Tasks == nil || !s.Tasks.Hosts(v.JID) {
 		return nil, nil, surface.ErrItemNotFound
 	}
@@ -146,6 +152,19 @@ func (s *Service) EndpointFeatures(ctx context.Context, r Request) ([]string, er
 		if errors.Is(err, db.ErrWouldBlock) {
 			// Memory only (db.MemoryOnly) and the answer needs the
 			// database: the caller asks again where it may block.
+			return nil, err
+		}
+		return nil, nil
+	}
+	return Features, nil
+}
+
+// EndpointFeaturesOf is EndpointFeatures for v, the endpoint's summary the
+// caller has read for r.From already (the endpoint's disco#info), so that
+// it is not read twice.
+func (s *Service) EndpointFeaturesOf(ctx context.Context, r Request, v db.Version) ([]string, error) {
+	if _, _, err := s.commandToolsOf(ctx, r, v); err != nil {
+		if errors.Is(err, db.ErrWouldBlock) {
 			return nil, err
 		}
 		return nil, nil

@@ -89,7 +89,17 @@ type Observation struct {
 // Events" holds, else ignored whole.
 func (t *Tracker) Handle(raw string) Observation {
 	el, err := wire.Parse(raw)
-	if err != nil || el.Start.Name.Local != "message" {
+	if err != nil {
+		return Observation{}
+	}
+	return t.HandleElement(el)
+}
+
+// HandleElement is Handle for a stanza already parsed, so that a receiver
+// that has parsed it to route it (IsLifecycleMessage) does not parse it
+// again.
+func (t *Tracker) HandleElement(el wire.Element) Observation {
+	if el.Start.Name.Local != "message" {
 		return Observation{}
 	}
 	var events []wire.Element

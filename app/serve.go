@@ -48,6 +48,13 @@ func Serve(ctx context.Context, path string, stderr io.Writer) error {
 	if err := store.Check(ctx); err != nil {
 		return err
 	}
+	// The quota counters are derived: a drift from their sums is rebuilt,
+	// and said.
+	if drift, err := store.CheckCounters(ctx); err != nil {
+		return err
+	} else if len(drift) > 0 {
+		log.Warn("start: quota counters differed from the stored rows and were rebuilt", "counters", drift)
+	}
 	// What a previous run that died left of its tools is killed before
 	// any runtime starts or task is recovered.
 	procs := taskd.NewProcessRecorder(store, log)

@@ -58,6 +58,8 @@ var migrations = []string{
 	processMigration,
 	// 7 → 8: a caller's tasks, for its quotas (quota.go).
 	`CREATE INDEX task_caller ON task (caller);`,
+	// 8 → 9: usage counters for the quotas, in place of their sums (quota.go).
+	usageCounterMigration,
 }
 
 // searchIndexMigration turns schema version 2 into version 3: it creates the
@@ -250,6 +252,119 @@ CREATE TABLE runtime_process (
 	owner_start INTEGER NOT NULL CHECK (owner_start >= 0),
 	recorded_at INTEGER NOT NULL
 ) STRICT;
+`
+
+// usageCounterMigration turns schema version 8 into version 9: the quota
+// counters kept by triggers (quota.go), filled from the stored rows, in
+// place of the task_caller index the sums read, and an index of each
+// version's tasks. schema.sql holds the same tables, triggers and index;
+// once shipped, never edit this.
+const usageCounterMigration = `
+CREATE TABLE caller_usage (
+	caller   TEXT    NOT NULL PRIMARY KEY,
+	finished INTEGER NOT NULL,
+	bytes    INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE endpoint_count (
+	jid           TEXT    NOT NULL PRIMARY KEY,
+	versions      INTEGER NOT NULL,
+	subscriptions INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
+
+-- Filled from the rows stored before the counters.
+INSERT INTO stat (name, value) SELECT 'subscriptions', count(*) FROM presence_subscription;
+INSERT INTO caller_usage (caller, finished, bytes)
+	SELECT caller, SUM(terminal), SUM(length(doc)) FROM task GROUP BY caller;
+UPDATE caller_usage SET bytes = bytes +
+	COALESCE((SELECT SUM(length(e.payload)) FROM task AS t JOIN task_event AS e ON e.task_id = t.id
+		WHERE t.caller = caller_usage.caller), 0) +
+	COALESCE((SELECT SUM(length(i.doc)) FROM task AS t JOIN task_input AS i ON i.task_id = t.id
+		WHERE t.caller = caller_usage.caller), 0);
+INSERT INTO endpoint_count (jid, versions, subscriptions)
+	SELECT jid, SUM(v), SUM(s) FROM (
+		SELECT endpoint_jid AS jid, 1 AS v, 0 AS s FROM manifest_version
+		UNION ALL
+		SELECT endpoint_jid, 0, 1 FROM presence_subscription)
+	GROUP BY jid;
+DROP INDEX task_caller;
+CREATE INDEX task_version ON task (target, api_version);
+
+CREATE TRIGGER caller_usage_task_insert AFTER INSERT ON task
+BEGIN
+	INSERT INTO caller_usage (caller, finished, bytes) VALUES (new.caller, new.terminal, length(new.doc))
+		ON CONFLICT (caller) DO UPDATE SET finished = finished + excluded.finished, bytes = bytes + excluded.bytes;
+END;
+
+CREATE TRIGGER caller_usage_task_update AFTER UPDATE OF terminal, doc ON task
+BEGIN
+	UPDATE caller_usage SET finished = finished + new.terminal - old.terminal,
+		bytes = bytes + length(new.doc) - length(old.doc)
+		WHERE caller = new.caller;
+END;
+
+CREATE TRIGGER caller_usage_task_delete AFTER DELETE ON task
+BEGIN
+	UPDATE caller_usage SET finished = finished - old.terminal, bytes = bytes - length(old.doc)
+		WHERE caller = old.caller;
+	DELETE FROM caller_usage WHERE caller = old.caller AND finished = 0 AND bytes = 0;
+END;
+
+CREATE TRIGGER caller_usage_event_insert AFTER INSERT ON task_event
+BEGIN
+	UPDATE caller_usage SET bytes = bytes + length(new.payload)
+		WHERE caller = (SELECT caller FROM task WHERE id = new.task_id);
+END;
+
+CREATE TRIGGER caller_usage_event_delete AFTER DELETE ON task_event
+BEGIN
+	UPDATE caller_usage SET bytes = bytes - length(old.payload)
+		WHERE caller = (SELECT caller FROM task WHERE id = old.task_id);
+END;
+
+CREATE TRIGGER caller_usage_input_insert AFTER INSERT ON task_input
+BEGIN
+	UPDATE caller_usage SET bytes = bytes + length(new.doc)
+		WHERE caller = (SELECT caller FROM task WHERE id = new.task_id);
+END;
+
+CREATE TRIGGER caller_usage_input_update AFTER UPDATE OF doc ON task_input
+BEGIN
+	UPDATE caller_usage SET bytes = bytes + length(new.doc) - length(old.doc)
+		WHERE caller = (SELECT caller FROM task WHERE id = new.task_id);
+END;
+
+CREATE TRIGGER caller_usage_input_delete AFTER DELETE ON task_input
+BEGIN
+	UPDATE caller_usage SET bytes = bytes - length(old.doc)
+		WHERE caller = (SELECT caller FROM task WHERE id = old.task_id);
+END;
+
+CREATE TRIGGER endpoint_count_version_insert AFTER INSERT ON manifest_version
+BEGIN
+	INSERT INTO endpoint_count (jid, versions, subscriptions) VALUES (new.endpoint_jid, 1, 0)
+		ON CONFLICT (jid) DO UPDATE SET versions = versions + 1;
+END;
+
+CREATE TRIGGER endpoint_count_version_delete AFTER DELETE ON manifest_version
+BEGIN
+	UPDATE endpoint_count SET versions = versions - 1 WHERE jid = old.endpoint_jid;
+	DELETE FROM endpoint_count WHERE jid = old.endpoint_jid AND versions = 0 AND subscriptions = 0;
+END;
+
+CREATE TRIGGER endpoint_count_subscription_insert AFTER INSERT ON presence_subscription
+BEGIN
+	INSERT INTO endpoint_count (jid, versions, subscriptions) VALUES (new.endpoint_jid, 0, 1)
+		ON CONFLICT (jid) DO UPDATE SET subscriptions = subscriptions + 1;
+	UPDATE stat SET value = value + 1 WHERE name = 'subscriptions';
+END;
+
+CREATE TRIGGER endpoint_count_subscription_delete AFTER DELETE ON presence_subscription
+BEGIN
+	UPDATE endpoint_count SET subscriptions = subscriptions - 1 WHERE jid = old.endpoint_jid;
+	DELETE FROM endpoint_count WHERE jid = old.endpoint_jid AND versions = 0 AND subscriptions = 0;
+	UPDATE stat SET value = value - 1 WHERE name = 'subscriptions';
+END;
 `
 
 // Migration says what Open did to a database's schema. From equals To when

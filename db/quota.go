@@ -25,16 +25,15 @@ type CallerUsage struct {
 	Bytes int64
 }
 
-// sqlCallerUsage reads a caller's usage over the task_caller index and the
-// primary keys of task_event and task_input.
+// sqlCallerUsage reads a caller's usage: one row of caller_usage, kept by
+// the triggers of every task write (schema.sql), whatever the caller's
+// history.
 const sqlCallerUsage = `SELECT
-	COALESCE((SELECT SUM(terminal) FROM task WHERE caller = ?1), 0),
-	COALESCE((SELECT SUM(length(doc)) FROM task WHERE caller = ?1), 0) +
-	COALESCE((SELECT SUM(length(e.payload)) FROM task AS t JOIN task_event AS e ON e.task_id = t.id WHERE t.caller = ?1), 0) +
-	COALESCE((SELECT SUM(length(i.doc)) FROM task AS t JOIN task_input AS i ON i.task_id = t.id WHERE t.caller = ?1), 0)`
+	COALESCE((SELECT finished FROM caller_usage WHERE caller = ?1), 0),
+	COALESCE((SELECT bytes FROM caller_usage WHERE caller = ?1), 0)`
 
-// CallerUsage reads what the store keeps for caller's tasks. It costs a
-// read of the caller's own rows, whatever the size of the store.
+// CallerUsage reads what the store keeps for caller's tasks. It costs one
+// primary-key read, whatever the caller's history or the store's size.
 func (s *Store) CallerUsage(ctx context.Context, caller string) (CallerUsage, error) {
 	tx, err := s.beginRead(ctx)
 	if err != nil {
@@ -69,7 +68,7 @@ func (s *Store) RegisterVersionWithin(ctx context.Context, v Version, origin str
 		var exists, n int
 		if err := tx.queryRow(ctx, `SELECT
 			EXISTS (SELECT 1 FROM manifest_version WHERE endpoint_jid = ?1 AND version = ?2),
-			(SELECT count(*) FROM manifest_version WHERE endpoint_jid = ?1)`, v.JID, v.Version).Scan(&exists, &n); err != nil {
+			COALESCE((SELECT versions FROM endpoint_count WHERE jid = ?1), 0)`, v.JID, v.Version).Scan(&exists, &n); err != nil {
 			return false, fmt.Errorf("db: register version: %w", err)
 		}
 		if exists == 0 && n >= maxVersions {
@@ -130,7 +129,7 @@ func subscriptionQuota(ctx context.Context, tx *txn, endpointJID, subscriber str
 	var exists, n int
 	if err := tx.queryRow(ctx, `SELECT
 		EXISTS (SELECT 1 FROM presence_subscription WHERE endpoint_jid = ?1 AND subscriber = ?2),
-		(SELECT count(*) FROM presence_subscription WHERE endpoint_jid = ?1)`, endpointJID, subscriber).Scan(&exists, &n); err != nil {
+		COALESCE((SELECT subscriptions FROM endpoint_count WHERE jid = ?1), 0)`, endpointJID, subscriber).Scan(&exists, &n); err != nil {
 		return fmt.Errorf("db: subscribe: %w", err)
 	}
 	if exists == 1 {
@@ -140,8 +139,7 @@ func subscriptionQuota(ctx context.Context, tx *txn, endpointJID, subscriber str
 		return fmt.Errorf("db: %s has %d subscriptions: %w", endpointJID, n, ErrQuota)
 	}
 	if total > 0 {
-		// A full count, paid only by a new subscription.
-		if err := tx.queryRow(ctx, `SELECT count(*) FROM presence_subscription`).Scan(&n); err != nil {
+		if err := tx.queryRow(ctx, `SELECT value FROM stat WHERE name = 'subscriptions'`).Scan(&n); err != nil {
 			return fmt.Errorf("db: subscribe: %w", err)
 		}
 		if n >= total {
@@ -149,4 +147,105 @@ func subscriptionQuota(ctx context.Context, tx *txn, endpointJID, subscriber str
 		}
 	}
 	return nil
+}
+
+// The counters as their sums over the stored rows: what the triggers of
+// schema.sql keep in caller_usage, endpoint_count and stat.
+const (
+	sqlWantCallerUsage = `SELECT t.caller, SUM(t.terminal),
+		SUM(length(t.doc)) +
+		COALESCE(SUM((SELECT SUM(length(e.payload)) FROM task_event AS e WHERE e.task_id = t.id)), 0) +
+		COALESCE(SUM((SELECT SUM(length(i.doc)) FROM task_input AS i WHERE i.task_id = t.id)), 0)
+		FROM task AS t GROUP BY t.caller`
+	sqlWantEndpointCount = `SELECT jid, SUM(v), SUM(s) FROM (
+			SELECT endpoint_jid AS jid, 1 AS v, 0 AS s FROM manifest_version
+			UNION ALL
+			SELECT endpoint_jid, 0, 1 FROM presence_subscription)
+		GROUP BY jid`
+	sqlWantSubscriptions = `SELECT count(*) FROM presence_subscription`
+)
+
+// counterChecks pairs each counter table with its sums; the drift query
+// names every key whose row differs or is missing on either side.
+var counterChecks = []struct {
+	table, key, want string
+}{
+	{"caller_usage", "caller", sqlWantCallerUsage},
+	{"endpoint_count", "jid", sqlWantEndpointCount},
+}
+
+// CheckCounters compares the quota counters with the sums over the rows
+// they count, and rebuilds any that differ from the sums in the same write
+// transaction. It returns what it found wrong ("caller_usage: alice@…"),
+// at most ten entries per table, empty when all agree. It reads the whole
+// task, event, input, version and subscription tables: serve runs it once,
+// at start, beside quick_check.
+func (s *Store) CheckCounters(ctx context.Context) (drift []string, err error) {
+	tx, err := s.beginWrite(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("db: check counters: %w", err)
+	}
+	defer tx.rollback()
+	for _, c := range counterChecks {
+		q := `WITH want AS (` + c.want + `)
+			SELECT ` + c.key + ` FROM (SELECT * FROM want EXCEPT SELECT * FROM ` + c.table + `)
+			UNION SELECT ` + c.key + ` FROM (SELECT * FROM ` + c.table + ` EXCEPT SELECT * FROM want)
+			ORDER BY 1 LIMIT 11`
+		keys, err := queryStrings(ctx, tx, q)
+		if err != nil {
+			return nil, fmt.Errorf("db: check counters: %s: %w", c.table, err)
+		}
+		if len(keys) == 0 {
+			continue
+		}
+		if len(keys) == 11 {
+			keys[10] = "…"
+		}
+		for _, k := range keys {
+			drift = append(drift, c.table+": "+k)
+		}
+		if _, err := tx.exec(ctx, `DELETE FROM `+c.table); err != nil {
+			return nil, fmt.Errorf("db: check counters: %s: %w", c.table, err)
+		}
+		if _, err := tx.exec(ctx, `INSERT INTO `+c.table+` `+c.want); err != nil {
+			return nil, fmt.Errorf("db: check counters: %s: %w", c.table, err)
+		}
+	}
+	var have, want int64
+	if err := tx.queryRow(ctx, `SELECT COALESCE((SELECT value FROM stat WHERE name = 'subscriptions'), -1), (`+
+		sqlWantSubscriptions+`)`).Scan(&have, &want); err != nil {
+		return nil, fmt.Errorf("db: check counters: subscriptions: %w", err)
+	}
+	if have != want {
+		drift = append(drift, fmt.Sprintf("stat subscriptions: %d, not %d", have, want))
+		if _, err := tx.exec(ctx, `INSERT INTO stat (name, value) VALUES ('subscriptions', ?)
+			ON CONFLICT (name) DO UPDATE SET value = excluded.value`, want); err != nil {
+			return nil, fmt.Errorf("db: check counters: subscriptions: %w", err)
+		}
+	}
+	if len(drift) == 0 {
+		return nil, nil
+	}
+	if err := tx.commit(); err != nil {
+		return nil, fmt.Errorf("db: check counters: %w", err)
+	}
+	return drift, nil
+}
+
+// queryStrings runs a query of one text column and collects it.
+func queryStrings(ctx context.Context, tx *txn, q string) ([]string, error) {
+	rows, err := tx.query(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
 }

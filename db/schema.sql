@@ -222,9 +222,11 @@ CREATE TABLE task (
 -- restart scan of unsettled tasks reads the table once, at start.
 CREATE INDEX task_purge ON task (next_wake) WHERE terminal = 1;
 
--- A caller's tasks, for its quotas (quota.go): finished tasks and stored
--- bytes are counted over this index at each new admission.
-CREATE INDEX task_caller ON task (caller);
+-- A version's tasks: whether any task still holds it (versionRetained), and
+-- the foreign key's check when a version is deleted, in O(log n) where the
+-- replay record's (target, …) prefix read every task of the endpoint.
+CREATE INDEX task_version ON task (target, api_version);
+
 
 -- Lifecycle events, one per revision after 0.
 CREATE TABLE task_event (
@@ -298,3 +300,106 @@ CREATE TABLE runtime_process (
 	owner_start INTEGER NOT NULL CHECK (owner_start >= 0),
 	recorded_at INTEGER NOT NULL
 ) STRICT;
+
+-- Usage counters for the quotas (quota.go), kept by the triggers below in
+-- the transaction of every write that changes what they count, so that an
+-- admission, a registration or a subscription reads one row instead of
+-- summing the principal's history. caller_usage holds, per caller with
+-- stored tasks, its terminal tasks and the bytes of its task documents,
+-- event payloads and input records; endpoint_count holds, per endpoint, its
+-- stored versions and presence subscriptions; stat 'subscriptions' the
+-- store's subscriptions. A row whose counts fall to zero is deleted.
+-- Store.CheckCounters compares them with the sums (serve, at start).
+--
+-- A task's caller never changes, and a task is deleted only by
+-- TaskTx.PurgeTask, after its events and input records, so that their
+-- triggers still find the caller.
+CREATE TABLE caller_usage (
+	caller   TEXT    NOT NULL PRIMARY KEY,
+	finished INTEGER NOT NULL,
+	bytes    INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE endpoint_count (
+	jid           TEXT    NOT NULL PRIMARY KEY,
+	versions      INTEGER NOT NULL,
+	subscriptions INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
+
+INSERT INTO stat (name, value) VALUES ('subscriptions', 0);
+
+CREATE TRIGGER caller_usage_task_insert AFTER INSERT ON task
+BEGIN
+	INSERT INTO caller_usage (caller, finished, bytes) VALUES (new.caller, new.terminal, length(new.doc))
+		ON CONFLICT (caller) DO UPDATE SET finished = finished + excluded.finished, bytes = bytes + excluded.bytes;
+END;
+
+CREATE TRIGGER caller_usage_task_update AFTER UPDATE OF terminal, doc ON task
+BEGIN
+	UPDATE caller_usage SET finished = finished + new.terminal - old.terminal,
+		bytes = bytes + length(new.doc) - length(old.doc)
+		WHERE caller = new.caller;
+END;
+
+CREATE TRIGGER caller_usage_task_delete AFTER DELETE ON task
+BEGIN
+	UPDATE caller_usage SET finished = finished - old.terminal, bytes = bytes - length(old.doc)
+		WHERE caller = old.caller;
+	DELETE FROM caller_usage WHERE caller = old.caller AND finished = 0 AND bytes = 0;
+END;
+
+CREATE TRIGGER caller_usage_event_insert AFTER INSERT ON task_event
+BEGIN
+	UPDATE caller_usage SET bytes = bytes + length(new.payload)
+		WHERE caller = (SELECT caller FROM task WHERE id = new.task_id);
+END;
+
+CREATE TRIGGER caller_usage_event_delete AFTER DELETE ON task_event
+BEGIN
+	UPDATE caller_usage SET bytes = bytes - length(old.payload)
+		WHERE caller = (SELECT caller FROM task WHERE id = old.task_id);
+END;
+
+CREATE TRIGGER caller_usage_input_insert AFTER INSERT ON task_input
+BEGIN
+	UPDATE caller_usage SET bytes = bytes + length(new.doc)
+		WHERE caller = (SELECT caller FROM task WHERE id = new.task_id);
+END;
+
+CREATE TRIGGER caller_usage_input_update AFTER UPDATE OF doc ON task_input
+BEGIN
+	UPDATE caller_usage SET bytes = bytes + length(new.doc) - length(old.doc)
+		WHERE caller = (SELECT caller FROM task WHERE id = new.task_id);
+END;
+
+CREATE TRIGGER caller_usage_input_delete AFTER DELETE ON task_input
+BEGIN
+	UPDATE caller_usage SET bytes = bytes - length(old.doc)
+		WHERE caller = (SELECT caller FROM task WHERE id = old.task_id);
+END;
+
+CREATE TRIGGER endpoint_count_version_insert AFTER INSERT ON manifest_version
+BEGIN
+	INSERT INTO endpoint_count (jid, versions, subscriptions) VALUES (new.endpoint_jid, 1, 0)
+		ON CONFLICT (jid) DO UPDATE SET versions = versions + 1;
+END;
+
+CREATE TRIGGER endpoint_count_version_delete AFTER DELETE ON manifest_version
+BEGIN
+	UPDATE endpoint_count SET versions = versions - 1 WHERE jid = old.endpoint_jid;
+	DELETE FROM endpoint_count WHERE jid = old.endpoint_jid AND versions = 0 AND subscriptions = 0;
+END;
+
+CREATE TRIGGER endpoint_count_subscription_insert AFTER INSERT ON presence_subscription
+BEGIN
+	INSERT INTO endpoint_count (jid, versions, subscriptions) VALUES (new.endpoint_jid, 0, 1)
+		ON CONFLICT (jid) DO UPDATE SET subscriptions = subscriptions + 1;
+	UPDATE stat SET value = value + 1 WHERE name = 'subscriptions';
+END;
+
+CREATE TRIGGER endpoint_count_subscription_delete AFTER DELETE ON presence_subscription
+BEGIN
+	UPDATE endpoint_count SET subscriptions = subscriptions - 1 WHERE jid = old.endpoint_jid;
+	DELETE FROM endpoint_count WHERE jid = old.endpoint_jid AND versions = 0 AND subscriptions = 0;
+	UPDATE stat SET value = value - 1 WHERE name = 'subscriptions';
+END;

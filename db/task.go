@@ -105,6 +105,17 @@ var taskWrites = []string{
 	sqlTaskByID, sqlTaskByRequest, sqlAdmission, sqlAdmitNew,
 	sqlUpdateTask, sqlInsertEvent, sqlPutInput, sqlInputByID,
 	sqlPurgeableTask, sqlDeleteEvents, sqlDeleteInputs, sqlDeleteTask,
+	sqlCallerUsage,
+}
+
+// CallerUsage reads caller's usage in the commit (quota.go): one row, and
+// it sees the admissions committed before it in the same batch.
+func (t *TaskTx) CallerUsage(caller string) (CallerUsage, error) {
+	var u CallerUsage
+	if err := t.tx.queryRow(t.ctx, sqlCallerUsage, caller).Scan(&u.Finished, &u.Bytes); err != nil {
+		return CallerUsage{}, fmt.Errorf("db: caller usage: %w", err)
+	}
+	return u, nil
 }
 
 // Task reads a task by ID, or returns ErrNotFound.

@@ -46,6 +46,8 @@ type session struct {
 	// (write.go).
 	out *traceConn
 	wmu sync.Mutex
+	// jids are the read loop's parsed addresses (stanzaAddrs).
+	jids jidCache
 }
 
 func (s *session) touch()            { s.lastNS.Store(time.Now().UnixNano()) }
@@ -96,12 +98,12 @@ func (s *session) stanzaAddrs(start xml.StartElement) (from, to jid.JID, id, typ
 		switch a.Name.Local {
 		case "from":
 			sawFrom = true
-			from, ok = parseJID(a.Value)
+			from, ok = s.jids.parse(a.Value)
 			if !ok {
 				return
 			}
 		case "to":
-			to, ok = parseJID(a.Value)
+			to, ok = s.jids.parse(a.Value)
 			if !ok {
 				return
 			}
@@ -124,6 +126,30 @@ func (s *session) stanzaAddrs(start xml.StartElement) (from, to jid.JID, id, typ
 		return from, to, id, typ, false
 	}
 	return from, to, id, typ, true
+}
+
+// jidCache holds the JIDs the read loop parsed lately, by their text: the
+// addresses of a stream repeat, and parsing one (PRECIS and IDNA
+// normalization) was a seventh of the read loop's work under a flood.
+// Only valid JIDs are kept, at most maxCachedJIDs, after which it starts
+// over. Only the read loop uses it (stanzaAddrs), so it has no lock.
+type jidCache struct{ m map[string]jid.JID }
+
+const maxCachedJIDs = 1024
+
+func (c *jidCache) parse(s string) (jid.JID, bool) {
+	if j, ok := c.m[s]; ok {
+		return j, true
+	}
+	j, ok := parseJID(s)
+	if !ok || s == "" {
+		return j, ok
+	}
+	if c.m == nil || len(c.m) >= maxCachedJIDs {
+		c.m = make(map[string]jid.JID)
+	}
+	c.m[s] = j
+	return j, true
 }
 
 func parseJID(s string) (jid.JID, bool) {
@@ -222,7 +248,7 @@ func (s *session) handle(req *Request) {
 		s.replyError(req, err)
 		return
 	}
-	s.replyResult(req, payload)
+	s.replyResult(req, payload, false)
 	if a, ok := payload.(*afterRead); ok {
 		// Written or not, the reply is done with: a reply whose write
 		// failed (the stream is being dropped) still releases what waits
@@ -291,7 +317,20 @@ func (s *session) dispatchMessage(el wire.Element) {
 // replyResult answers req from the JID it was addressed to.
 // A result over the wire size limit (wiresize.go) is answered
 // <resource-constraint/> instead.
-func (s *session) replyResult(req *Request, payload xml.TokenReader) {
+//
+// A frozen answer (wire.Frozen, such as an endpoint's disco#info) is
+// written as the bytes it was encoded to once (writeResultBytes). Any
+// other payload is copied once, by measuring it, and encoded by mellium
+// without being measured again: the envelope is bounded (iqEnvelope).
+//
+// onReadLoop is set by the read loop's fast path (fastpath.go): a frozen
+// answer then leaves with the others of the same read (traceConn.writeLater).
+func (s *session) replyResult(req *Request, payload xml.TokenReader, onReadLoop bool) {
+	if raw, ok := wire.FrozenBytes(payload); ok && s.out != nil {
+		if s.writeResultBytes(req, raw, onReadLoop) {
+			return
+		}
+	}
 	payload, ok := boundPayload(payload)
 	if !ok {
 		s.g.log.Warn("reply over the stanza size limit refused", "to", req.To.String(), "payload", req.Payload.Start.Name.Space+" "+req.Payload.Start.Name.Local, "limit", wire.MaxStanzaBytes)
@@ -299,7 +338,66 @@ func (s *session) replyResult(req *Request, payload xml.TokenReader) {
 		return
 	}
 	iq := stanza.IQ{ID: req.ID, Type: stanza.ResultIQ, From: req.To, To: req.From}
-	s.send(iq.Wrap(payload))
+	_ = s.writeWith(iq.Wrap(payload), false)
+}
+
+// resultBufs hold the bytes of result IQs written by writeResultBytes.
+var resultBufs = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
+
+// writeResultBytes writes the result IQ of req around payload, the XML of
+// a frozen answer, as bytes in one write. It reports false, having written
+// nothing, when the stanza would be over wire.MaxStanzaBytes: the caller
+// then answers as for any payload. The IQ takes the stream's default
+// namespace (jabber:component:accept), as mellium's do.
+func (s *session) writeResultBytes(req *Request, payload []byte, later bool) bool {
+	bp := resultBufs.Get().(*[]byte)
+	b := append((*bp)[:0], `<iq type="result" id="`...)
+	b = appendAttr(b, req.ID)
+	b = append(b, `" from="`...)
+	b = appendAttr(b, req.To.String())
+	b = append(b, `" to="`...)
+	b = appendAttr(b, req.From.String())
+	b = append(b, `">`...)
+	b = append(b, payload...)
+	b = append(b, "</iq>"...)
+	ok := len(b) <= wire.MaxStanzaBytes
+	if ok {
+		_ = s.writeBytes(b, later)
+	}
+	if cap(b) <= 64<<10 {
+		*bp = b
+		resultBufs.Put(bp)
+	}
+	return ok
+}
+
+// appendAttr appends v escaped for an attribute value in double quotes.
+func appendAttr(b []byte, v string) []byte {
+	start := 0
+	for i := 0; i < len(v); i++ {
+		var esc string
+		switch v[i] {
+		case '"':
+			esc = "&quot;"
+		case '&':
+			esc = "&amp;"
+		case '<':
+			esc = "&lt;"
+		case '>':
+			esc = "&gt;"
+		case '\t':
+			esc = "&#x9;"
+		case '\n':
+			esc = "&#xA;"
+		case '\r':
+			esc = "&#xD;"
+		default:
+			continue
+		}
+		b = append(append(b, v[start:i]...), esc...)
+		start = i + 1
+	}
+	return append(b, v[start:]...)
 }
 
 // replyError turns err into an error IQ: the one function that does, for
@@ -338,7 +436,11 @@ func (s *session) send(r xml.TokenReader) {
 // the context ends as Send returns, can set a past write deadline under the
 // next Send and break the stream. So only the session's own context, which
 // ends with the stream, is ever passed.
-func (s *session) write(r xml.TokenReader) error {
+func (s *session) write(r xml.TokenReader) error { return s.writeWith(r, true) }
+
+// writeWith is write; measure false skips the measuring for a stanza whose
+// payload was measured already (replyResult), so that it is copied once.
+func (s *session) writeWith(r xml.TokenReader, measure bool) error {
 	if s.ctx.Err() != nil {
 		// The stream is closing. A Send with an ended context would set a
 		// past write deadline under the shutdown announcements.
@@ -357,14 +459,44 @@ func (s *session) write(r xml.TokenReader) error {
 	defer s.wmu.Unlock()
 	// Bounded to wire.MaxStanzaBytes after escaping (wiresize.go): a
 	// stanza over it is not sent at all, and the stream is intact.
-	r, err := boundStanza(r)
-	if err != nil {
-		return err
+	if measure {
+		var err error
+		if r, err = boundStanza(r); err != nil {
+			return err
+		}
 	}
 	// The measured stanza, a replay that cannot fail, is encoded once, by
 	// mellium, into the stream's stanza buffer and leaves in one write
 	// (sendWhole).
-	err = s.sendWhole(r)
+	return s.wrote(s.sendWhole(r))
+}
+
+// writeBytes writes one whole stanza given as bytes, in one write, ordered
+// with every other stanza by s.wmu as write is. Between two of mellium's
+// sends its encoder holds nothing unwritten (sendWhole flushes), so bytes
+// written here stand between whole stanzas. later (the read loop only)
+// queues them to leave before the connection's next read or write
+// (traceConn.writeLater); b may be reused once it returns.
+func (s *session) writeBytes(b []byte, later bool) error {
+	if s.ctx.Err() != nil {
+		return ErrStreamLost
+	}
+	select {
+	case <-s.broken:
+		return ErrStreamLost
+	default:
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if later {
+		return s.wrote(s.out.writeLater(b))
+	}
+	_, err := s.out.Write(b)
+	return s.wrote(err)
+}
+
+// wrote handles the outcome of a write: an error drops the stream.
+func (s *session) wrote(err error) error {
 	if err == nil {
 		return nil
 	}

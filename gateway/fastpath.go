@@ -67,7 +67,7 @@ func (s *session) answerFromMemory(req *Request) (answered bool) {
 		s.replyError(req, err)
 		return true
 	}
-	s.replyResult(req, payload)
+	s.replyResult(req, payload, true)
 	if a, ok := payload.(*afterRead); ok {
 		// As in handle: written or not, the reply is done with.
 		a.done()

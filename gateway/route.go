@@ -166,7 +166,7 @@ func endpointDiscoInfo(g *Gateway, ctx context.Context, req *Request) (xml.Token
 	}
 	// The command features depend on the requester: they are part of the
 	// info cache's key, beside the task features (infocache.go).
-	af, err := g.adhocEndpointFeatures(ctx, req)
+	af, err := g.adhocEndpointFeatures(ctx, req, v)
 	if err != nil {
 		return nil, err
 	}

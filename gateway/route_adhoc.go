@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"agentgw/adhoc"
+	"agentgw/db"
 	"agentgw/manifest"
 	"agentgw/policy"
 	"agentgw/surface"
@@ -36,8 +37,9 @@ var commandWait atomic.Int64
 // adhocEndpointFeatures are the command features of an endpoint's
 // disco#info for the requester. The one error is db.ErrWouldBlock, on the
 // read loop's fast path (fastpath.go), which sends the request to a worker.
-func (g *Gateway) adhocEndpointFeatures(ctx context.Context, req *Request) ([]string, error) {
-	return g.adhocService().EndpointFeatures(ctx, *req)
+// v is the endpoint's summary, read for the requester already.
+func (g *Gateway) adhocEndpointFeatures(ctx context.Context, req *Request, v db.Version) ([]string, error) {
+	return g.adhocService().EndpointFeaturesOf(ctx, *req, v)
 }
 
 // gatewayCommands is the command surface of the gateway JID.

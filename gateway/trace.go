@@ -38,15 +38,25 @@ type traceConn struct {
 	timeout time.Duration
 	on      atomic.Bool
 
-	// mu orders every write to Conn; held and buf are under it.
+	// mu orders every write to Conn; held, buf, later and laterErr are
+	// under it.
 	mu   sync.Mutex
 	held bool
 	buf  *bufio.Writer // over deadlineWriter, made on the first hold
+	// later holds whole stanzas the read loop answered (writeLater), sent
+	// before the next read or the next other write, so that the answers
+	// to requests that arrived together leave in one write.
+	later    []byte
+	laterErr error
 }
 
 func (c *traceConn) start() { c.on.Store(c.enabled) }
 
 func (c *traceConn) Read(b []byte) (int, error) {
+	if err := c.flushLater(); err != nil {
+		// The stream is broken: end the read loop, which reconnects.
+		return 0, err
+	}
 	n, err := c.Conn.Read(b)
 	if n > 0 && c.on.Load() {
 		c.log.Debug("xml in", "data", string(b[:n]))
@@ -60,10 +70,62 @@ func (c *traceConn) Write(b []byte) (int, error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if err := c.laterFirst(); err != nil {
+		return 0, err
+	}
 	if c.held {
 		return c.buf.Write(b)
 	}
 	return c.writeNow(b)
+}
+
+// maxLater bounds the bytes writeLater gathers before it writes them.
+const maxLater = stanzaBuffer
+
+// writeLater queues b, one whole stanza, to leave before the connection is
+// next read or written: only the read loop calls it, for the answers it
+// writes itself (fastpath.go), so an answer waits at most until the read
+// loop has handled what it has already received. An error is that of an
+// earlier queued write, which broke the stream.
+func (c *traceConn) writeLater(b []byte) error {
+	if c.on.Load() {
+		c.log.Debug("xml out", "data", string(b))
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.laterErr != nil {
+		return c.laterErr
+	}
+	c.later = append(c.later, b...)
+	if len(c.later) >= maxLater {
+		return c.laterFirst()
+	}
+	return nil
+}
+
+// flushLater writes what writeLater queued.
+func (c *traceConn) flushLater() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.laterFirst()
+}
+
+// laterFirst writes what writeLater queued, ahead of anything else; c.mu
+// is held. Its error sticks.
+func (c *traceConn) laterFirst() error {
+	if c.laterErr != nil {
+		return c.laterErr
+	}
+	if len(c.later) == 0 {
+		return nil
+	}
+	_, err := c.writeNow(c.later)
+	c.later = c.later[:0]
+	if cap(c.later) > 4*maxLater {
+		c.later = nil
+	}
+	c.laterErr = err
+	return err
 }
 
 // writeNow writes b under its own deadline; c.mu is held.

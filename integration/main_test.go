@@ -52,6 +52,10 @@ func TestMain(m *testing.M) {
 	if file := os.Getenv(mcpFixtureEnv); file != "" {
 		os.Exit(serveMCPFixture(file))
 	}
+	// It is also the floor component of BenchmarkFloor.
+	if os.Getenv(floorEnv) != "" {
+		os.Exit(serveFloor())
+	}
 	code, err := setup()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "integration setup:", err)

@@ -285,6 +285,8 @@ ping_interval = "1h"
 
 [gateway]
 rate_limit = 0
+# The 64 senders share one domain.
+domain_rate_limit = 0
 
 [database]
 path = %q

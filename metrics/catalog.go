@@ -80,15 +80,30 @@ func IQ(ns string, err error, took time.Duration) {
 	outcome := "result"
 	if err != nil {
 		outcome = string(stanza.InternalServerError)
-		var se stanza.Error
-		if errors.As(err, &se) && se.Condition != "" {
-			outcome = string(se.Condition)
+		if c := condition(err); c != "" {
+			outcome = c
 		}
 	}
 	IQRequests.Inc(kind, outcome)
 	if took >= 0 {
 		IQDuration.Observe(took.Seconds(), kind)
 	}
+}
+
+// condition is the stanza error condition err is or wraps, or "". A chain
+// of single wraps is walked without errors.As, whose target escapes to the
+// heap on every call.
+func condition(err error) string {
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if se, ok := e.(stanza.Error); ok {
+			return string(se.Condition)
+		}
+	}
+	var se stanza.Error
+	if errors.As(err, &se) {
+		return string(se.Condition)
+	}
+	return ""
 }
 
 // Admission records the outcome of a task invocation.

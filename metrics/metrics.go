@@ -186,14 +186,26 @@ type entry[T any] struct {
 	v      T
 }
 
+// get returns the series of values, made by mk if it is new. Finding an
+// existing series allocates nothing: the key is built on the stack (for
+// label values of up to 128 bytes in all) and looked up without a string
+// copy; it runs for every stanza.
 func (s *seriesMap[T]) get(values []string, mk func() T) T {
-	key := strings.Join(values, "\xff")
+	var buf [128]byte
+	k := buf[:0]
+	for i, v := range values {
+		if i > 0 {
+			k = append(k, '\xff')
+		}
+		k = append(k, v...)
+	}
 	s.mu.RLock()
-	e, ok := s.m[key]
+	e, ok := s.m[string(k)]
 	s.mu.RUnlock()
 	if ok {
 		return e.v
 	}
+	key := string(k)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if e, ok := s.m[key]; ok {

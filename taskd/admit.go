@@ -102,11 +102,6 @@ func (s *Service) Invoke(ctx context.Context, r surface.Request) (Admission, err
 	}
 	capErr := s.reserve()
 	reserved := capErr == nil
-	if capErr == nil && freshErr == nil {
-		// The caller's quotas, read before the commit like the capacity;
-		// a replay still finds its task in the commit, whatever they say.
-		capErr = s.checkQuota(ctx, req.Caller.String())
-	}
 	var (
 		adm    task.Admission
 		answer error
@@ -118,7 +113,15 @@ func (s *Service) Invoke(ctx context.Context, r surface.Request) (Admission, err
 	defer cancel()
 	err = s.commit(actx, time.Time{}, true, func(tx *db.TaskTx) error {
 		adm, answer = task.Admission{}, nil
-		if freshErr == nil && capErr == nil {
+		// The caller's quotas, read in the commit; a replay still finds
+		// its task below, whatever they say.
+		quotaErr := capErr
+		if freshErr == nil && quotaErr == nil {
+			if quotaErr = s.checkQuota(tx, req.Caller.String()); quotaErr != nil && !errors.Is(quotaErr, task.ErrResourceConstraint) {
+				return quotaErr
+			}
+		}
+		if freshErr == nil && quotaErr == nil {
 			// The common case in one statement: pinnable and no replay
 			// record. If it inserts nothing, the lookup below says why.
 			ok, err := tx.AdmitNew(freshRec)
@@ -163,7 +166,7 @@ func (s *Service) Invoke(ctx context.Context, r surface.Request) (Admission, err
 		if answer = freshErr; answer != nil {
 			return nil
 		}
-		if answer = capErr; answer != nil {
+		if answer = quotaErr; answer != nil {
 			return nil
 		}
 		// AdmitNew inserted nothing although the endpoint is pinnable

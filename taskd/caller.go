@@ -169,12 +169,25 @@ func (s *Service) callerCommand(ctx context.Context, id string, from, to jid.JID
 // command from anyone but the task's caller, or for a task that does not
 // exist, never reaches the single writer. It answers <item-not-found/>,
 // the same bytes as the authorization in the transaction.
+//
+// The read itself selects on the ID, the caller and the target, and a task
+// that is not terminal cannot have expired, so only a settled task's
+// document is decoded, for its retention (task.Task.Expired).
 func (s *Service) preauthorize(ctx context.Context, id string, from, to jid.JID) error {
-	t, err := s.read(ctx, id, from, to)
+	rec, err := s.store.CallerTask(ctx, id, from.Bare().String(), to.Bare().String())
+	switch {
+	case errors.Is(err, db.ErrNotFound):
+		return task.ErrNotFound
+	case err != nil:
+		return err
+	case !rec.Terminal && rec.ID == id:
+		return nil
+	}
+	t, err := decode(rec)
 	if err != nil {
 		return err
 	}
-	return task.Authorize(t, id, from, to, s.clock.Now())
+	return task.Authorize(&t, id, from, to, s.clock.Now())
 }
 
 // commandError turns a closed service into <service-unavailable/>, and a

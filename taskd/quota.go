@@ -1,24 +1,24 @@
 package taskd
 
 import (
-	"context"
-
+	"agentgw/db"
 	"agentgw/task"
 )
 
 // checkQuota refuses a new admission by caller with
 // <resource-constraint/> once the caller's settled tasks kept, or the
 // bytes its tasks keep (arguments, inputs, events, results), have reached
-// Options.MaxFinishedPerCaller or MaxBytesPerCaller. It is read from the
-// reader pool before the commit, so concurrent admissions of one caller
-// may pass it together: the quota can be exceeded by the admissions in
-// flight, never more. Nothing stored is touched; the caller's tasks free
-// their share as they are purged after retention.
-func (s *Service) checkQuota(ctx context.Context, caller string) error {
+// Options.MaxFinishedPerCaller or MaxBytesPerCaller. It runs in the
+// admission's commit and reads one row of counters the store keeps
+// (db.CallerUsage), whatever the caller's history, so the quota is exact:
+// admissions committed before it in the same batch count. Nothing stored
+// is touched; the caller's tasks free their share as they are purged
+// after retention.
+func (s *Service) checkQuota(tx *db.TaskTx, caller string) error {
 	if s.opts.MaxFinishedPerCaller <= 0 && s.opts.MaxBytesPerCaller <= 0 {
 		return nil
 	}
-	u, err := s.store.CallerUsage(ctx, caller)
+	u, err := tx.CallerUsage(caller)
 	if err != nil {
 		return err
 	}

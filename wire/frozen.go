@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/xml"
 	"io"
 )
@@ -13,10 +14,13 @@ import (
 // Replaying never hands out the recorded attribute slices: an encoder may
 // filter a start element's attributes in place (mellium's stanza encoder
 // does), so each replay copies them into a buffer of its own, one
-// allocation per replay.
+// allocation per replay that is read (FrozenBytes reads none).
 type Frozen struct {
 	toks  []xml.Token
 	attrs int // attributes of all start elements
+	// raw is the stream encoded as XML once, at Freeze (nil if encoding
+	// failed), for writers that can send bytes (FrozenBytes).
+	raw []byte
 }
 
 // Freeze records r to its end.
@@ -32,6 +36,7 @@ func Freeze(r xml.TokenReader) (Frozen, error) {
 			f.toks = append(f.toks, tok)
 		}
 		if err == io.EOF {
+			f.raw = encodeTokens(f.toks)
 			return f, nil
 		}
 		if err != nil {
@@ -42,15 +47,54 @@ func Freeze(r xml.TokenReader) (Frozen, error) {
 
 // Reader replays the recorded tokens.
 func (f Frozen) Reader() xml.TokenReader {
-	return &frozenReader{toks: f.toks, attrs: make([]xml.Attr, 0, f.attrs)}
+	return &frozenReader{toks: f.toks, nattrs: f.attrs, raw: f.raw}
+}
+
+// Bytes returns the recorded stream as XML, escaped (encoding/xml's
+// encoding of the tokens: every element with a namespace declares it), or
+// nil if it could not be encoded. The bytes are shared: never modify them.
+func (f Frozen) Bytes() []byte { return f.raw }
+
+// FrozenBytes returns the XML of r if r is a replay of a Frozen (Reader)
+// from which nothing has been read, so that a writer can send the bytes
+// instead of encoding the tokens again. The bytes are shared: never modify
+// them.
+func FrozenBytes(r xml.TokenReader) ([]byte, bool) {
+	fr, ok := r.(*frozenReader)
+	if !ok || fr.raw == nil || fr.read {
+		return nil, false
+	}
+	return fr.raw, true
+}
+
+// encodeTokens encodes toks as XML, or returns nil.
+func encodeTokens(toks []xml.Token) []byte {
+	var buf bytes.Buffer
+	enc := xml.NewEncoder(&buf)
+	for _, tok := range toks {
+		if err := enc.EncodeToken(tok); err != nil {
+			return nil
+		}
+	}
+	if err := enc.Flush(); err != nil {
+		return nil
+	}
+	return buf.Bytes()
 }
 
 type frozenReader struct {
-	toks  []xml.Token
-	attrs []xml.Attr // this replay's copies, carved in order
+	toks   []xml.Token
+	attrs  []xml.Attr // this replay's copies, carved in order
+	nattrs int        // Frozen.attrs: attrs is made at the first token
+	raw    []byte     // Frozen.raw
+	read   bool       // a token has been asked for
 }
 
 func (r *frozenReader) Token() (xml.Token, error) {
+	if !r.read {
+		r.read = true
+		r.attrs = make([]xml.Attr, 0, r.nattrs)
+	}
 	if len(r.toks) == 0 {
 		return nil, io.EOF
 	}

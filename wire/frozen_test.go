@@ -47,3 +47,44 @@ func TestFrozen(t *testing.T) {
 		}
 	}
 }
+
+// TestFrozenBytes: the bytes of a frozen stream parse to the same element
+// as its replay, with escaping, and are offered only for an unread replay.
+func TestFrozenBytes(t *testing.T) {
+	info := wire.InfoResult{
+		Identities: []wire.Identity{{Category: "automation", Type: "agent-endpoint", Name: `Wea"ther & <co>`}},
+		Features:   []string{"a", "b"},
+		Forms:      []wire.Form{{Type: "result", FormType: "urn:x", Fields: []wire.Field{{Var: "v", Values: []string{"1 < 2"}}}}},
+	}
+	f, err := wire.Freeze(info.TokenReader())
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, ok := wire.FrozenBytes(f.Reader())
+	if !ok || len(raw) == 0 {
+		t.Fatal("no bytes for an unread replay")
+	}
+	fromBytes, err := wire.Parse(string(raw))
+	if err != nil {
+		t.Fatalf("%v: %s", err, raw)
+	}
+	a, err := wire.Marshal(fromBytes.Reader())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := wire.Marshal(f.Reader())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a != b {
+		t.Errorf("bytes parse to\n%s\nreplay is\n%s", a, b)
+	}
+	r := f.Reader()
+	r.Token()
+	if _, ok := wire.FrozenBytes(r); ok {
+		t.Error("bytes offered for a replay already read from")
+	}
+	if _, ok := wire.FrozenBytes(info.TokenReader()); ok {
+		t.Error("bytes offered for a reader that is not a replay")
+	}
+}

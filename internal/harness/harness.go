@@ -33,6 +33,9 @@ const (
 	HomeDomain = "home.example"
 	// ComponentDomain is Prosody's XEP-0114 component: the gateway's domain.
 	ComponentDomain = "agents.example"
+	// FloorDomain is a second XEP-0114 component of Prosody, with the same
+	// secret, for a zero-work responder that measures the route's floor.
+	FloorDomain = "floor.example"
 	// RemoteDomain is ejabberd's host with the remote (federated) users.
 	RemoteDomain = "remote.example"
 	// RemoteComponentDomain is ejabberd's XEP-0114 component, for a gateway

@@ -100,6 +100,9 @@ VirtualHost %s
 
 Component %s
 	component_secret = %s
+
+Component %s
+	component_secret = %s
 `,
 		q(filepath.Join(p.dir, "prosody.pid")), q(p.data), q(e.certDir), e.logLevel, q(p.log),
 		nagleLine(!e.noNagle),
@@ -111,6 +114,7 @@ Component %s
 		q(strings.Replace(e.DNSAddr, ":", "@", 1)),
 		q(e.HomeDomain), q(e.ComponentDomain),
 		q(e.ComponentDomain), q(e.ComponentSecret),
+		q(FloorDomain), q(e.ComponentSecret),
 	)
 	return writeFile(p.config, []byte(b.String()), 0o600)
 }

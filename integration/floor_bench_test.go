@@ -1,0 +1,215 @@
+package integration
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"encoding/xml"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"agentgw/internal/harness"
+)
+
+// BenchmarkFloor measures, interleaved in one run, a client's disco#info
+// round trip through Prosody to an endpoint behind the gateway, and to
+// the route's floor: floor@floor.example, a second component on the same
+// Prosody, a process of its own as the gateway is, that answers every IQ with the endpoint's own disco#info, byte
+// for byte (captured from the gateway at the start), and does no other
+// work. Both answers cross the same route (client → Prosody → component →
+// Prosody → client) with the same bytes, so endpoint/floor is what the
+// gateway adds. Prosody's own disco#info is reported beside them.
+//
+//	go test ./integration -run XXX -bench Floor -benchtime 2000x -count 2
+func BenchmarkFloor(b *testing.B) {
+	need(b)
+	alice := login(b, "alice", harness.HomeDomain)
+	ctx := context.Background()
+	endpoint := "weather@" + harness.ComponentDomain
+	raw, err := alice.IQ(ctx, "get", endpoint, discoInfo)
+	if err != nil || !strings.Contains(raw, "agent-endpoint-info") {
+		b.Fatalf("%v %s", err, raw)
+	}
+	i, j := strings.Index(raw, "<query"), strings.LastIndex(raw, "</query>")
+	if i < 0 || j < i {
+		b.Fatalf("no query in %s", raw)
+	}
+	stopFloor := startFloor(b, []byte(raw[i:j+len("</query>")]))
+	defer stopFloor()
+	floor := "floor@" + harness.FloorDomain
+	var server, gateway, floorT []time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		if _, err := alice.IQ(ctx, "get", harness.HomeDomain, discoInfo); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		got, err := alice.IQ(ctx, "get", floor, discoInfo)
+		if err != nil || !strings.Contains(got, "agent-endpoint-info") {
+			b.Fatalf("floor: %v %s", err, got)
+		}
+		t2 := time.Now()
+		got, err = alice.IQ(ctx, "get", endpoint, discoInfo)
+		if err != nil || !strings.Contains(got, "agent-endpoint-info") {
+			b.Fatalf("%v %s", err, got)
+		}
+		t3 := time.Now()
+		server = append(server, t1.Sub(t0))
+		floorT = append(floorT, t2.Sub(t1))
+		gateway = append(gateway, t3.Sub(t2))
+	}
+	ps, pf, pg := p50(server), p50(floorT), p50(gateway)
+	b.ReportMetric(float64(ps.Microseconds()), "server-p50-µs")
+	b.ReportMetric(float64(pf.Microseconds()), "floor-p50-µs")
+	b.ReportMetric(float64(pg.Microseconds()), "endpoint-p50-µs")
+	b.ReportMetric(float64(pg)/float64(pf), "endpoint/floor")
+	b.ReportMetric(float64(pf)/float64(ps), "floor/server")
+	b.ReportMetric(float64(pg)/float64(ps), "endpoint/server")
+}
+
+// floorEnv makes the test binary the floor component (TestMain): its
+// value is the component address, floorSecretEnv the secret and
+// floorPayloadEnv the file of the payload to answer with.
+const (
+	floorEnv        = "AGENTGW_IT_FLOOR"
+	floorSecretEnv  = "AGENTGW_IT_FLOOR_SECRET"
+	floorPayloadEnv = "AGENTGW_IT_FLOOR_PAYLOAD"
+)
+
+// startFloor runs the floor component as a process of its own, as the
+// gateway is one, connected to Prosody and answering every IQ get with
+// payload, until the returned function is called.
+func startFloor(b *testing.B, payload []byte) func() {
+	b.Helper()
+	file := filepath.Join(b.TempDir(), "floor-payload.xml")
+	if err := os.WriteFile(file, payload, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), floorEnv+"="+suite.env.ComponentAddr,
+		floorSecretEnv+"="+suite.env.ComponentSecret, floorPayloadEnv+"="+file)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || line != "ready\n" {
+		cmd.Process.Kill()
+		cmd.Wait()
+		b.Fatalf("floor component: %q %v", line, err)
+	}
+	return func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	}
+}
+
+// serveFloor is the floor component's process: it connects, says ready
+// and answers until its stream ends.
+func serveFloor() int {
+	payload, err := os.ReadFile(os.Getenv(floorPayloadEnv))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "floor:", err)
+		return 1
+	}
+	conn, err := net.DialTimeout("tcp", os.Getenv(floorEnv), 10*time.Second)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "floor:", err)
+		return 1
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, `<?xml version='1.0'?><stream:stream xmlns='jabber:component:accept' xmlns:stream='http://etherx.jabber.org/streams' to='%s'>`, harness.FloorDomain)
+	dec := xml.NewDecoder(conn)
+	var streamID string
+	for streamID == "" {
+		tok, err := dec.Token()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "floor:", err)
+			return 1
+		}
+		if se, ok := tok.(xml.StartElement); ok && se.Name.Local == "stream" {
+			for _, a := range se.Attr {
+				if a.Name.Local == "id" {
+					streamID = a.Value
+				}
+			}
+		}
+	}
+	sum := sha1.Sum([]byte(streamID + os.Getenv(floorSecretEnv)))
+	fmt.Fprintf(conn, "<handshake>%s</handshake>", hex.EncodeToString(sum[:]))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "floor: handshake:", err)
+			return 1
+		}
+		if se, ok := tok.(xml.StartElement); ok {
+			if se.Name.Local != "handshake" {
+				fmt.Fprintf(os.Stderr, "floor: handshake answered with <%s/>\n", se.Name.Local)
+				return 1
+			}
+			dec.Skip()
+			break
+		}
+	}
+	fmt.Println("ready")
+	var out bytes.Buffer
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return 0
+		}
+		se, ok := tok.(xml.StartElement)
+		if !ok {
+			continue
+		}
+		var id, from, to, typ string
+		for _, a := range se.Attr {
+			switch a.Name.Local {
+			case "id":
+				id = a.Value
+			case "from":
+				from = a.Value
+			case "to":
+				to = a.Value
+			case "type":
+				typ = a.Value
+			}
+		}
+		if err := dec.Skip(); err != nil {
+			return 0
+		}
+		if se.Name.Local != "iq" || (typ != "get" && typ != "set") {
+			continue
+		}
+		out.Reset()
+		out.WriteString(`<iq type='result' id='`)
+		xml.EscapeText(&out, []byte(id))
+		out.WriteString(`' from='`)
+		xml.EscapeText(&out, []byte(to))
+		out.WriteString(`' to='`)
+		xml.EscapeText(&out, []byte(from))
+		out.WriteString(`'>`)
+		out.Write(payload)
+		out.WriteString(`</iq>`)
+		if _, err := conn.Write(out.Bytes()); err != nil {
+			return 0
+		}
+	}
+}
