@@ -159,6 +159,7 @@ var frozenSchemas = []struct {
 	{5, "testdata/schema-v5.sql"},
 	{6, "testdata/schema-v6.sql"},
 	{7, "testdata/schema-v7.sql"},
+	{8, "testdata/schema-v8.sql"},
 }
 
 func TestOpenUpgradesFrozenSchemas(t *testing.T) {

@@ -56,6 +56,8 @@ var migrations = []string{
 	processMigration,
 	// 7 → 8: a caller's tasks, for its quotas (quota.go).
 	`CREATE INDEX task_caller ON task (caller);`,
+	// 8 → 9: consent, blocking, outbox and queue of chats (chat.go).
+	chatMigration,
 }
 
 // searchIndexMigration turns schema version 2 into version 3: it creates the

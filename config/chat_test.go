@@ -1,0 +1,82 @@
+package config_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"agentgw/config"
+
+	"mellium.im/xmpp/jid"
+)
+
+func TestChatDefaultsOff(t *testing.T) {
+	c, err := config.Load(write(t, minimal+`
+[[endpoint]]
+jid = "demo@agents.example"
+runtime = "builtin"
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Endpoints[0].Chat != config.ChatOff || len(c.Chat.Endpoints) != 0 {
+		t.Errorf("chat not off by default: %+v %+v", c.Endpoints[0], c.Chat)
+	}
+	if c.Chat.Consent != config.DefaultConsentDays*24*time.Hour || c.Chat.QueueMax != config.DefaultChatQueueMax {
+		t.Errorf("chat defaults = %+v", c.Chat)
+	}
+	if c.Policy.CanChat(jid.MustParse("alice@home.example"), "demo@agents.example") {
+		t.Error("chat granted without a grant")
+	}
+}
+
+func TestChatConfig(t *testing.T) {
+	c, err := config.Load(write(t, minimal+`
+[chat]
+consent_days = 7
+[[endpoint]]
+jid = "demo@agents.example"
+runtime = "builtin"
+chat = "builtin"
+[[policy.chat]]
+principals = ["home.example"]
+endpoints = ["demo@agents.example"]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Chat.Endpoints["demo@agents.example"] != config.ChatBuiltin || c.Chat.Consent != 7*24*time.Hour {
+		t.Errorf("chat = %+v", c.Chat)
+	}
+	if !c.Policy.CanChat(jid.MustParse("alice@home.example/x"), "demo@agents.example") {
+		t.Error("policy.chat not applied")
+	}
+}
+
+func TestChatConfigErrors(t *testing.T) {
+	_, err := config.Load(write(t, minimal+`
+[chat]
+consent_days = 0
+queue_max = -1
+[[endpoint]]
+jid = "demo@agents.example"
+runtime = "builtin"
+chat = "sometimes"
+[[endpoint]]
+jid = "two@agents.example"
+runtime = "builtin"
+chat_command = ["/bin/true"]
+[[policy.chat]]
+principals = ["*"]
+endpoints = ["demo@elsewhere.example"]
+`))
+	if err == nil {
+		t.Fatal("bad chat configuration accepted")
+	}
+	for _, key := range []string{"chat.consent_days", "chat.queue_max", "endpoint[0].chat:", "endpoint[1].chat_command",
+		"policy.chat[0].principals[0]", "policy.chat[0].endpoints[0]"} {
+		if !strings.Contains(err.Error(), key) {
+			t.Errorf("no error names %s:\n%v", key, err)
+		}
+	}
+}

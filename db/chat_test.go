@@ -1,0 +1,77 @@
+package db_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"agentgw/db"
+)
+
+// TestChatConsent: an endpoint may write to whoever wrote within the
+// window or is subscribed, until a bounce blocks them; writing again
+// lifts the block.
+func TestChatConsent(t *testing.T) {
+	s, clk := newStore(t)
+	ctx := context.Background()
+	const ep, alice, bob = "demo@agents.example", "alice@home.example", "bob@remote.example"
+	week := 7 * 24 * time.Hour
+	if err := s.ChatConsent(ctx, ep, alice, week); !errors.Is(err, db.ErrChatNoConsent) {
+		t.Fatalf("consent before any message = %v", err)
+	}
+	if err := s.ChatInbound(ctx, ep, alice); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ChatConsent(ctx, ep, alice, week); err != nil {
+		t.Fatalf("consent after a message = %v", err)
+	}
+	clk.Advance(week + time.Millisecond)
+	if err := s.ChatConsent(ctx, ep, alice, week); !errors.Is(err, db.ErrChatNoConsent) {
+		t.Fatalf("consent after the window = %v", err)
+	}
+	if err := s.ChatInbound(ctx, ep, alice); err != nil {
+		t.Fatal(err)
+	}
+
+	// Queued, then blocked: the queued message is dropped, and nothing
+	// more is accepted until alice writes again.
+	m, err := s.ChatSend(ctx, db.ChatOut{Endpoint: ep, Recipient: alice + "/phone", Peer: alice, OriginID: "o1", Type: "chat", Body: "hi"}, week)
+	if err != nil || m.Seq == 0 {
+		t.Fatalf("ChatSend = %+v, %v", m, err)
+	}
+	if out, err := s.ChatOutbox(ctx, 10); err != nil || len(out) != 1 || out[0].OriginID != "o1" || out[0].Body != "hi" {
+		t.Fatalf("outbox = %+v, %v", out, err)
+	}
+	if n, err := s.ChatBounced(ctx, ep, alice); err != nil || n != 1 {
+		t.Fatalf("ChatBounced = %d, %v", n, err)
+	}
+	if _, err := s.ChatSend(ctx, db.ChatOut{Endpoint: ep, Recipient: alice, Peer: alice, OriginID: "o2", Type: "chat", Body: "hi"}, week); !errors.Is(err, db.ErrChatBlocked) {
+		t.Fatalf("ChatSend while blocked = %v", err)
+	}
+	if out, _ := s.ChatOutbox(ctx, 10); len(out) != 0 {
+		t.Fatalf("outbox after the bounce = %+v", out)
+	}
+	if err := s.ChatInbound(ctx, ep, alice); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ChatConsent(ctx, ep, alice, week); err != nil {
+		t.Fatalf("consent after writing again = %v", err)
+	}
+
+	// A presence subscriber has consent without writing; a bounce blocks
+	// it too.
+	mustRegister(t, s, manifest(ep, "1.0", "demo", "Demo"))
+	if _, err := s.Subscribe(ctx, ep, bob); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ChatConsent(ctx, ep, bob, week); err != nil {
+		t.Fatalf("subscriber consent = %v", err)
+	}
+	if _, err := s.ChatBounced(ctx, ep, bob); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ChatConsent(ctx, ep, bob, week); !errors.Is(err, db.ErrChatBlocked) {
+		t.Fatalf("blocked subscriber consent = %v", err)
+	}
+}
