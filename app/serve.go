@@ -70,6 +70,9 @@ func Serve(ctx context.Context, path string, stderr io.Writer) error {
 		return err
 	}
 	defer tasks.Close()
+	if c := StartChat(ctx, cfg, store, gw, log); c != nil {
+		defer c.Close()
+	}
 
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)

@@ -2,7 +2,9 @@ package db
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
@@ -18,6 +20,7 @@ const chatMigration = `
 CREATE TABLE chat_contact (
 	endpoint_jid TEXT    NOT NULL CHECK (endpoint_jid <> ''),
 	peer         TEXT    NOT NULL CHECK (peer <> ''),
+	handle       TEXT    NOT NULL UNIQUE CHECK (handle <> ''),
 	last_inbound INTEGER NOT NULL,
 	blocked      INTEGER NOT NULL CHECK (blocked IN (0, 1)),
 	PRIMARY KEY (endpoint_jid, peer)
@@ -84,30 +87,41 @@ type ChatOut struct {
 }
 
 // ChatInbound records that peer (a bare JID) wrote to endpoint: the
-// consent window starts again and a block recorded by ChatBounced ends.
-func (s *Store) ChatInbound(ctx context.Context, endpoint, peer string) error {
+// consent window starts again and a block recorded by ChatBounced ends. It
+// returns the conversation's handle: random, stable for the pair, and what
+// an answerer sees instead of the JID.
+func (s *Store) ChatInbound(ctx context.Context, endpoint, peer string) (handle string, err error) {
 	tx, err := s.beginWrite(ctx)
 	if err != nil {
-		return fmt.Errorf("db: chat inbound: %w", err)
+		return "", fmt.Errorf("db: chat inbound: %w", err)
 	}
 	defer tx.rollback()
-	if err := chatInbound(ctx, tx, endpoint, peer); err != nil {
-		return err
+	if handle, err = chatInbound(ctx, tx, endpoint, peer); err != nil {
+		return "", err
 	}
 	if err := tx.commit(); err != nil {
-		return fmt.Errorf("db: chat inbound: %w", err)
+		return "", fmt.Errorf("db: chat inbound: %w", err)
 	}
-	return nil
+	return handle, nil
 }
 
-func chatInbound(ctx context.Context, tx *txn, endpoint, peer string) error {
-	if _, err := tx.exec(ctx, `INSERT INTO chat_contact (endpoint_jid, peer, last_inbound, blocked)
-		VALUES (?, ?, ?, 0)
-		ON CONFLICT (endpoint_jid, peer) DO UPDATE SET last_inbound = excluded.last_inbound, blocked = 0`,
-		endpoint, peer, millis(tx.now)); err != nil {
-		return fmt.Errorf("db: chat inbound %s to %s: %w", peer, endpoint, err)
+func chatInbound(ctx context.Context, tx *txn, endpoint, peer string) (string, error) {
+	var handle string
+	if err := tx.queryRow(ctx, `INSERT INTO chat_contact (endpoint_jid, peer, handle, last_inbound, blocked)
+		VALUES (?, ?, ?, ?, 0)
+		ON CONFLICT (endpoint_jid, peer) DO UPDATE SET last_inbound = excluded.last_inbound, blocked = 0
+		RETURNING handle`,
+		endpoint, peer, newChatHandle(), millis(tx.now)).Scan(&handle); err != nil {
+		return "", fmt.Errorf("db: chat inbound %s to %s: %w", peer, endpoint, err)
 	}
-	return nil
+	return handle, nil
+}
+
+// newChatHandle is a conversation handle: 128 random bits, in hex.
+func newChatHandle() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return "c-" + hex.EncodeToString(b[:])
 }
 
 // ChatBounced records that a message endpoint sent to peer came back as
@@ -120,9 +134,9 @@ func (s *Store) ChatBounced(ctx context.Context, endpoint, peer string) (dropped
 		return 0, fmt.Errorf("db: chat bounced: %w", err)
 	}
 	defer tx.rollback()
-	if _, err := tx.exec(ctx, `INSERT INTO chat_contact (endpoint_jid, peer, last_inbound, blocked)
-		VALUES (?, ?, 0, 1)
-		ON CONFLICT (endpoint_jid, peer) DO UPDATE SET blocked = 1`, endpoint, peer); err != nil {
+	if _, err := tx.exec(ctx, `INSERT INTO chat_contact (endpoint_jid, peer, handle, last_inbound, blocked)
+		VALUES (?, ?, ?, 0, 1)
+		ON CONFLICT (endpoint_jid, peer) DO UPDATE SET blocked = 1`, endpoint, peer, newChatHandle()); err != nil {
 		return 0, fmt.Errorf("db: chat bounced %s: %w", endpoint, err)
 	}
 	res, err := tx.exec(ctx, `DELETE FROM chat_outbox WHERE endpoint_jid = ? AND peer = ?`, endpoint, peer)

@@ -3,6 +3,7 @@ package db_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,7 +21,8 @@ func TestChatConsent(t *testing.T) {
 	if err := s.ChatConsent(ctx, ep, alice, week); !errors.Is(err, db.ErrChatNoConsent) {
 		t.Fatalf("consent before any message = %v", err)
 	}
-	if err := s.ChatInbound(ctx, ep, alice); err != nil {
+	h1, err := s.ChatInbound(ctx, ep, alice)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if err := s.ChatConsent(ctx, ep, alice, week); err != nil {
@@ -30,8 +32,9 @@ func TestChatConsent(t *testing.T) {
 	if err := s.ChatConsent(ctx, ep, alice, week); !errors.Is(err, db.ErrChatNoConsent) {
 		t.Fatalf("consent after the window = %v", err)
 	}
-	if err := s.ChatInbound(ctx, ep, alice); err != nil {
-		t.Fatal(err)
+	h2, err := s.ChatInbound(ctx, ep, alice)
+	if err != nil || h2 != h1 || h1 == "" || strings.Contains(h1, "alice") {
+		t.Fatalf("handles %q, %q, %v: want one opaque handle per conversation", h1, h2, err)
 	}
 
 	// Queued, then blocked: the queued message is dropped, and nothing
@@ -52,7 +55,7 @@ func TestChatConsent(t *testing.T) {
 	if out, _ := s.ChatOutbox(ctx, 10); len(out) != 0 {
 		t.Fatalf("outbox after the bounce = %+v", out)
 	}
-	if err := s.ChatInbound(ctx, ep, alice); err != nil {
+	if _, err := s.ChatInbound(ctx, ep, alice); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.ChatConsent(ctx, ep, alice, week); err != nil {

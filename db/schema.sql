@@ -305,6 +305,7 @@ CREATE TABLE runtime_process (
 CREATE TABLE chat_contact (
 	endpoint_jid TEXT    NOT NULL CHECK (endpoint_jid <> ''),
 	peer         TEXT    NOT NULL CHECK (peer <> ''),
+	handle       TEXT    NOT NULL UNIQUE CHECK (handle <> ''),
 	last_inbound INTEGER NOT NULL,
 	blocked      INTEGER NOT NULL CHECK (blocked IN (0, 1)),
 	PRIMARY KEY (endpoint_jid, peer)

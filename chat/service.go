@@ -1,0 +1,361 @@
+package chat
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/xml"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"agentgw/db"
+	"agentgw/policy"
+	"agentgw/wire"
+
+	"mellium.im/xmpp/jid"
+	"mellium.im/xmpp/stanza"
+)
+
+// Limits of the chat service, documented in docs/limits.md.
+const (
+	// maxPending bounds the messages taken from the read loop and not
+	// yet handled; past it a message is dropped (and logged).
+	maxPending = 256
+	// workers bound the messages handled at once (answerers running).
+	workers = 4
+	// outboxBatch is how many outbox messages one pass sends.
+	outboxBatch = 64
+	// retryDelay is the wait before the outbox is tried again after a
+	// failed send (the stream is down).
+	retryDelay = time.Second
+	// MaxBody bounds the text of one message an endpoint sends, in bytes;
+	// an answer is cut there.
+	MaxBody = 16 << 10
+	// maxAnswers bounds the messages one answer may send.
+	maxAnswers = 8
+)
+
+// Answerer produces the answer of an endpoint to one message. It sees an
+// opaque conversation handle, never a JID. It returns the texts to send,
+// one message each.
+type Answerer interface {
+	Answer(ctx context.Context, endpoint string, c Conversation) ([]string, error)
+}
+
+// Conversation is what an answerer sees of one inbound message.
+type Conversation struct {
+	// Handle names the conversation (endpoint and peer) opaquely; it is
+	// stable across messages and restarts.
+	Handle string
+	// Text is the message's body, Lang its xml:lang.
+	Text, Lang string
+}
+
+// Endpoint is how a chatting endpoint answers: exactly one of Answerer
+// and Queue.
+type Endpoint struct {
+	Answerer Answerer
+	// Queue keeps messages in the endpoint's durable queue for MCP
+	// clients.
+	Queue bool
+}
+
+// Options configures a Service.
+type Options struct {
+	Store *db.Store
+	// Send writes one stanza on the component stream; Ready waits for a
+	// stream to be up.
+	Send  func(xml.TokenReader) error
+	Ready func(context.Context) error
+	// Endpoints are the endpoints whose chat is not off, by bare JID.
+	Endpoints map[string]Endpoint
+	// Consent is how long a message lets an endpoint write back.
+	Consent time.Duration
+	Log     *slog.Logger
+}
+
+// Service is the chat side of the gateway: it takes the messages the
+// gateway's read loop hands it (Take, Bounced), answers them, and sends
+// what the endpoints write through the durable outbox.
+type Service struct {
+	opts Options
+	log  *slog.Logger
+	jobs chan func(context.Context)
+	wake chan struct{}
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// New builds a Service; Start runs it.
+func New(opts Options) *Service {
+	log := opts.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Service{opts: opts, log: log, jobs: make(chan func(context.Context), maxPending), wake: make(chan struct{}, 1)}
+}
+
+// Start runs the workers and the outbox sender until Close. Messages left
+// in the outbox by a previous run are sent again, with their origin-ids.
+func (s *Service) Start(ctx context.Context) {
+	s.ctx, s.cancel = context.WithCancel(ctx)
+	for range workers {
+		s.wg.Add(1)
+		go s.work()
+	}
+	s.wg.Add(1)
+	go s.sendOutbox()
+	s.kick()
+}
+
+// Close stops the service and waits for its goroutines.
+func (s *Service) Close() {
+	if s.cancel != nil {
+		s.cancel()
+	}
+	s.wg.Wait()
+}
+
+// Chats reports whether endpoint answers messages from requester: the
+// endpoint's chat is on and a [[policy.chat]] grant names both. Anything
+// else is answered as a nonexistent endpoint is.
+func (s *Service) Chats(pol *policy.Policy, requester jid.JID, endpoint string) bool {
+	_, ok := s.opts.Endpoints[endpoint]
+	return ok && pol.CanChat(requester, endpoint)
+}
+
+// Features are the disco#info features of endpoint for requester: the
+// profile's extensions where Chats, none otherwise.
+func (s *Service) Features(pol *policy.Policy, requester jid.JID, endpoint string) []string {
+	if !s.Chats(pol, requester, endpoint) {
+		return nil
+	}
+	return Features
+}
+
+// Take is handed a message of type chat or normal on the read loop, from
+// a sender within its rates; it reports whether the profile takes it. If
+// not, the gateway bounces it as it bounces a message to a nonexistent
+// endpoint. Take never blocks: the work is done by the service's workers.
+func (s *Service) Take(pol *policy.Policy, from, to jid.JID, el wire.Element) bool {
+	endpoint := to.Bare().String()
+	if to.Resourcepart() != "" || !s.Chats(pol, from, endpoint) {
+		return false
+	}
+	in := ParseInbound(from, to, el)
+	ep := s.opts.Endpoints[endpoint]
+	s.queue(func(ctx context.Context) { s.inbound(ctx, ep, in) })
+	return true
+}
+
+// Bounced is handed an error message to an endpoint on the read loop. A
+// bounce that means blocked (IsBlockBounce) from a sender who may chat
+// with the endpoint stops the endpoint writing to that sender until it
+// writes again.
+func (s *Service) Bounced(pol *policy.Policy, from, to jid.JID, el wire.Element) {
+	endpoint := to.Bare().String()
+	if !s.Chats(pol, from, endpoint) || !IsBlockBounce(el) {
+		return
+	}
+	peer := from.Bare().String()
+	s.queue(func(ctx context.Context) {
+		dropped, err := s.opts.Store.ChatBounced(ctx, endpoint, peer)
+		if err != nil {
+			s.log.Error("chat: record a bounce", "endpoint", endpoint, "err", err)
+			return
+		}
+		s.log.Info("chat: a message bounced; not writing to the peer until it writes again", "endpoint", endpoint, "peer", peer, "dropped", dropped)
+	})
+}
+
+func (s *Service) queue(job func(context.Context)) {
+	select {
+	case s.jobs <- job:
+	default:
+		s.log.Warn("chat: too many messages pending; one dropped", "limit", maxPending)
+	}
+}
+
+func (s *Service) work() {
+	defer s.wg.Done()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case job := <-s.jobs:
+			job(s.ctx)
+		}
+	}
+}
+
+// inbound handles one message: consent is recorded, the receipt sent,
+// and the answerer's answer put in the outbox.
+func (s *Service) inbound(ctx context.Context, ep Endpoint, in Inbound) {
+	endpoint := in.To.Bare().String()
+	peer := in.From.Bare().String()
+	if in.Body == "" {
+		// A chat state, a receipt or a marker of the peer's client: no
+		// consent, no answer.
+		return
+	}
+	handle, err := s.opts.Store.ChatInbound(ctx, endpoint, peer)
+	if err != nil {
+		s.log.Error("chat: record an inbound message", "endpoint", endpoint, "err", err)
+		return
+	}
+	if ep.Answerer == nil {
+		return
+	}
+	if in.Receipt && in.ID != "" {
+		// Handed to the answerer: XEP-0184's "received".
+		_ = s.opts.Send(Receipt(in.To, in.From, NewID(), in.ID))
+	}
+	_ = s.opts.Send(ChatState(in.To, in.From, in.Type, NewID(), "composing"))
+	texts, err := ep.Answerer.Answer(ctx, endpoint, Conversation{Handle: handle, Text: in.Body, Lang: in.Lang})
+	if err != nil || len(texts) == 0 {
+		if err != nil {
+			s.log.Warn("chat: the answerer failed", "endpoint", endpoint, "err", err)
+		}
+		_ = s.opts.Send(ChatState(in.To, in.From, in.Type, NewID(), "active"))
+		return
+	}
+	replyID := in.ID
+	if replyID == "" {
+		replyID = in.OriginID
+	}
+	for i, text := range texts {
+		if i == maxAnswers {
+			break
+		}
+		m := db.ChatOut{Endpoint: endpoint, Recipient: in.From.String(), Peer: peer, OriginID: NewID(),
+			Type: in.Type, Body: clip(text), Lang: in.Lang, ReplyTo: in.From.String(), ReplyID: replyID}
+		if _, err := s.opts.Store.ChatSend(ctx, m, s.opts.Consent); err != nil {
+			s.log.Warn("chat: answer not sent", "endpoint", endpoint, "err", err)
+			return
+		}
+	}
+	s.kick()
+}
+
+// Send puts a message from endpoint to the bare JID to in the outbox, if
+// the endpoint may write to it: to may chat with the endpoint, wrote to it
+// within the consent window or is subscribed to its presence, and no
+// bounce has blocked it since. The error says why not.
+func (s *Service) Send(ctx context.Context, pol *policy.Policy, endpoint string, to jid.JID, body, lang string) (originID string, err error) {
+	to = to.Bare()
+	if !s.Chats(pol, to, endpoint) {
+		return "", ErrNotGranted
+	}
+	m := db.ChatOut{Endpoint: endpoint, Recipient: to.String(), Peer: to.String(), OriginID: NewID(),
+		Type: string(stanza.ChatMessage), Body: clip(body), Lang: lang}
+	if _, err := s.opts.Store.ChatSend(ctx, m, s.opts.Consent); err != nil {
+		return "", err
+	}
+	s.kick()
+	return m.OriginID, nil
+}
+
+// ErrNotGranted refuses a message to someone no [[policy.chat]] grant
+// lets chat with the endpoint.
+var ErrNotGranted = errors.New("no chat grant names the recipient and this endpoint")
+
+func (s *Service) kick() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// sendOutbox sends the outbox, oldest first, whenever something is added
+// and after a failed send once a stream is up again. A message is removed
+// once written; one written and not removed when the process dies is sent
+// again with the same origin-id (at least once).
+func (s *Service) sendOutbox() {
+	defer s.wg.Done()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-s.wake:
+		}
+		for s.ctx.Err() == nil {
+			more, err := s.sendBatch(s.ctx)
+			if err != nil {
+				if s.ctx.Err() == nil {
+					s.log.Debug("chat: outbox waits for the stream", "err", err)
+				}
+				select {
+				case <-s.ctx.Done():
+					return
+				case <-time.After(retryDelay):
+				}
+				continue
+			}
+			if !more {
+				break
+			}
+		}
+	}
+}
+
+func (s *Service) sendBatch(ctx context.Context) (more bool, err error) {
+	if err := s.opts.Ready(ctx); err != nil {
+		return false, err
+	}
+	batch, err := s.opts.Store.ChatOutbox(ctx, outboxBatch)
+	if err != nil {
+		return false, err
+	}
+	for _, m := range batch {
+		// A bounce may have arrived since the message was queued.
+		if err := s.opts.Store.ChatConsent(ctx, m.Endpoint, m.Peer, s.opts.Consent); err != nil {
+			if errors.Is(err, db.ErrChatBlocked) || errors.Is(err, db.ErrChatNoConsent) {
+				s.log.Info("chat: outbox message dropped", "endpoint", m.Endpoint, "reason", err.Error())
+				if err := s.opts.Store.ChatSent(ctx, m.Seq); err != nil {
+					return false, err
+				}
+				continue
+			}
+			return false, err
+		}
+		from, err1 := jid.Parse(m.Endpoint)
+		to, err2 := jid.Parse(m.Recipient)
+		if err := errors.Join(err1, err2); err != nil {
+			s.log.Error("chat: outbox message with a bad address dropped", "endpoint", m.Endpoint)
+			_ = s.opts.Store.ChatSent(ctx, m.Seq)
+			continue
+		}
+		if err := s.opts.Send(Outbound(from, to, m.Type, m.OriginID, m.Body, m.Lang, m.ReplyTo, m.ReplyID)); err != nil {
+			return false, err
+		}
+		if err := s.opts.Store.ChatSent(ctx, m.Seq); err != nil {
+			return false, err
+		}
+	}
+	return len(batch) == outboxBatch, nil
+}
+
+// NewID is a message id and XEP-0359 origin-id: 128 random bits.
+func NewID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// clip cuts a text to MaxBody bytes at a rune boundary.
+func clip(s string) string {
+	if len(s) <= MaxBody {
+		return s
+	}
+	cut := MaxBody
+	for cut > 0 && !utf8RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
+}
+
+func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
