@@ -35,6 +35,10 @@ const (
 	MaxBody = 16 << 10
 	// maxAnswers bounds the messages one answer may send.
 	maxAnswers = 8
+	// outboxPoll is how often the outbox is looked at for messages
+	// another process put there (agentgw check-blocking's probes), when
+	// the database has changed since.
+	outboxPoll = time.Second
 )
 
 // Answerer produces the answer of an endpoint to one message. It sees an
@@ -271,16 +275,27 @@ func (s *Service) kick() {
 }
 
 // sendOutbox sends the outbox, oldest first, whenever something is added
-// and after a failed send once a stream is up again. A message is removed
+// (here, or by another process: the database changed) and after a failed
+// send once a stream is up again. A message is removed
 // once written; one written and not removed when the process dies is sent
 // again with the same origin-id (at least once).
 func (s *Service) sendOutbox() {
 	defer s.wg.Done()
+	tick := time.NewTicker(outboxPoll)
+	defer tick.Stop()
+	var seen int64
 	for {
 		select {
 		case <-s.ctx.Done():
 			return
 		case <-s.wake:
+		case <-tick.C:
+			// Cheap when nothing changed: PRAGMA data_version.
+			v, err := s.opts.Store.DataVersion(s.ctx)
+			if err != nil || v == seen {
+				continue
+			}
+			seen = v
 		}
 		for s.ctx.Err() == nil {
 			more, err := s.sendBatch(s.ctx)

@@ -32,6 +32,8 @@ commands:
   mcp -config FILE [-account JID] [-http ADDR]
                                           the XMPP MCP Server: MCP over stdio (or HTTP at ADDR/mcp) as an account
   backup -config FILE DEST                write a consistent copy of the database, also while serving
+  check-blocking -config FILE -endpoint JID -account JID -password-file FILE [-server HOST:PORT]
+                                          show that the account's server enforces XEP-0191 blocking of a chatting endpoint
   manifest hash [-config FILE] FILE.json  validate a manifest; print JID VERSION sha-256 HASH
   endpoint register -config FILE [-activate] FILE.json|DIR...
                                           register manifests (a DIR: its *.json); a summary ends a bulk run
@@ -89,6 +91,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return checkConfig(rest, stdout)
 	case "backup":
 		return backup(ctx, rest, stdout)
+	case "check-blocking":
+		return checkBlocking(ctx, rest, stdout)
 	case "manifest":
 		if len(rest) == 0 || rest[0] != "hash" {
 			return fmt.Errorf("%w: manifest takes the subcommand hash", errUsage)
