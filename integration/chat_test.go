@@ -101,7 +101,9 @@ func TestChatBuiltin(t *testing.T) {
 			if err := c.SendRaw(context.Background(), `<message type="chat" id="m-`+u.local+`" to="`+chatEndpoint+`"><body>`+text+`</body><request xmlns="urn:xmpp:receipts"/></message>`); err != nil {
 				t.Fatal(err)
 			}
-			msgs := messagesFrom(t, c, chatEndpoint, func(m []string) bool { return containing(m, "You said") != "" && containing(m, "urn:xmpp:receipts") != "" })
+			msgs := messagesFrom(t, c, chatEndpoint, func(m []string) bool {
+				return containing(m, "You said") != "" && containing(m, "urn:xmpp:receipts") != ""
+			})
 			if r := containing(msgs, "urn:xmpp:receipts"); !strings.Contains(r, "received") || !strings.Contains(r, "m-"+u.local) {
 				t.Errorf("receipt: %s", r)
 			}
