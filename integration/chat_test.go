@@ -123,6 +123,28 @@ func TestChatBuiltin(t *testing.T) {
 	}
 }
 
+// TestClientChat: `agentgw client chat` prints the endpoint's answer.
+func TestClientChat(t *testing.T) {
+	need(t)
+	withChat(t)
+	pw := filepath.Join(t.TempDir(), "password")
+	if err := os.WriteFile(pw, []byte(password+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := agentgw(ctx, "client", "-jid", "carol@"+harness.RemoteDomain, "-password-file", pw, "-server", suite.env.EjabberdC2S,
+		"-json", "chat", chatEndpoint, "hi <there>")
+	if err != nil || !strings.Contains(out, `"body":"You said: hi \u003cthere\u003e`) || !strings.Contains(out, `"origin_id":"`) {
+		t.Fatalf("client chat: %v\n%s", err, out)
+	}
+	out, err = agentgw(ctx, "client", "-jid", "bob@"+harness.RemoteDomain, "-password-file", pw, "-server", suite.env.EjabberdC2S,
+		"chat", chatEndpoint, "hi")
+	if err == nil || !strings.Contains(out, "bounced") {
+		t.Fatalf("client chat as bob: %v\n%s", err, out)
+	}
+}
+
 // TestChatHiddenEqualsNonexistent: an ungranted sender, locally and over
 // s2s, gets the bounce of a nonexistent endpoint; and sees no chat
 // features in the endpoint's disco#info.
