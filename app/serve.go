@@ -70,8 +70,12 @@ func Serve(ctx context.Context, path string, stderr io.Writer) error {
 		return err
 	}
 	defer tasks.Close()
-	if c := StartChat(ctx, cfg, store, gw, log); c != nil {
-		defer c.Close()
+	chats, err := StartChat(ctx, cfg, store, gw, log, procs)
+	if err != nil {
+		return err
+	}
+	if chats != nil {
+		defer chats.Close()
 	}
 
 	hup := make(chan os.Signal, 1)

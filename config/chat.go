@@ -1,7 +1,10 @@
 package config
 
 import (
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -16,6 +19,8 @@ const (
 	// ChatBuiltin answers with the demo answerer: it echoes the text and
 	// names the endpoint's tools.
 	ChatBuiltin = "builtin"
+	// ChatExec runs chat_command once per message (agentgw-chat/0).
+	ChatExec = "exec"
 )
 
 // Limits and defaults of the [chat] table, documented in docs/limits.md.
@@ -33,7 +38,7 @@ const (
 )
 
 // chatModes are the chat answerers this build implements, for validation.
-var chatModes = []string{ChatOff, ChatBuiltin}
+var chatModes = []string{ChatOff, ChatBuiltin, ChatExec}
 
 // ChatFile is the [chat] table as written.
 type ChatFile struct {
@@ -90,7 +95,23 @@ func chatEndpoint(key string, in EndpointFile, out *Endpoint, bad func(key, form
 		bad(key+".chat", "must be one of %s", strings.Join(quoted, ", "))
 		out.Chat = ChatOff
 	}
-	if in.ChatCommand != nil {
-		bad(key+".chat_command", "only for chat = \"exec\"")
+	switch {
+	case out.Chat == ChatExec && len(in.ChatCommand) == 0:
+		bad(key+".chat_command", "required for chat = %q", ChatExec)
+	case out.Chat == ChatExec:
+		prog := in.ChatCommand[0]
+		st, err := os.Stat(prog)
+		switch {
+		case !filepath.IsAbs(prog):
+			bad(key+".chat_command[0]", "must be an absolute path to an executable file")
+		case err != nil:
+			bad(key+".chat_command[0]", "cannot read: %v", errors.Unwrap(err))
+		case st.IsDir() || st.Mode().Perm()&0o111 == 0:
+			bad(key+".chat_command[0]", "is not an executable file")
+		default:
+			out.ChatCommand = append([]string(nil), in.ChatCommand...)
+		}
+	case in.ChatCommand != nil:
+		bad(key+".chat_command", "only for chat = %q", ChatExec)
 	}
 }

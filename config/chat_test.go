@@ -66,6 +66,15 @@ chat = "sometimes"
 jid = "two@agents.example"
 runtime = "builtin"
 chat_command = ["/bin/true"]
+[[endpoint]]
+jid = "three@agents.example"
+runtime = "builtin"
+chat = "exec"
+[[endpoint]]
+jid = "four@agents.example"
+runtime = "builtin"
+chat = "exec"
+chat_command = ["relative/prog"]
 [[policy.chat]]
 principals = ["*"]
 endpoints = ["demo@elsewhere.example"]
@@ -74,6 +83,7 @@ endpoints = ["demo@elsewhere.example"]
 		t.Fatal("bad chat configuration accepted")
 	}
 	for _, key := range []string{"chat.consent_days", "chat.queue_max", "endpoint[0].chat:", "endpoint[1].chat_command",
+		"endpoint[2].chat_command: required", "endpoint[3].chat_command[0]",
 		"policy.chat[0].principals[0]", "policy.chat[0].endpoints[0]"} {
 		if !strings.Contains(err.Error(), key) {
 			t.Errorf("no error names %s:\n%v", key, err)

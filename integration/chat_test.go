@@ -18,17 +18,30 @@ import (
 // (ejabberd, over s2s) may chat with it, bob and admin may not.
 const chatEndpoint = "chat-demo@" + harness.ComponentDomain
 
+// chatExecEndpoint answers with examples/chat/echo-chat.sh (chat = "exec").
+const chatExecEndpoint = "chat-exec@" + harness.ComponentDomain
+
 func chatConfig() string {
+	prog, err := filepath.Abs("../examples/chat/echo-chat.sh")
+	if err != nil {
+		panic(err)
+	}
 	return fmt.Sprintf(`
 [[endpoint]]
 jid = %[1]q
 runtime = "builtin"
 chat = "builtin"
 
+[[endpoint]]
+jid = %[4]q
+runtime = "builtin"
+chat = "exec"
+chat_command = [%[5]q]
+
 [[policy.chat]]
 principals = ["alice@%[2]s", "carol@%[3]s"]
-endpoints = [%[1]q]
-`, chatEndpoint, harness.HomeDomain, harness.RemoteDomain)
+endpoints = [%[1]q, %[4]q]
+`, chatEndpoint, harness.HomeDomain, harness.RemoteDomain, chatExecEndpoint, prog)
 }
 
 // withChat configures the chat endpoint and restarts the gateway; the
@@ -49,8 +62,10 @@ func withChat(t *testing.T) {
 		if _, err := restartGateway(ctx); err != nil {
 			t.Errorf("restart: %v", err)
 		}
-		if out, err := agentgw(ctx, "endpoint", "deactivate", "-config", suite.config, chatEndpoint); err != nil {
-			t.Errorf("deactivate: %v %s", err, out)
+		for _, ep := range []string{chatEndpoint, chatExecEndpoint} {
+			if out, err := agentgw(ctx, "endpoint", "deactivate", "-config", suite.config, ep); err != nil {
+				t.Errorf("deactivate %s: %v %s", ep, err, out)
+			}
 		}
 	})
 	if _, err := restartGateway(ctx); err != nil {
@@ -142,6 +157,33 @@ func TestClientChat(t *testing.T) {
 		"chat", chatEndpoint, "hi")
 	if err == nil || !strings.Contains(out, "bounced") {
 		t.Fatalf("client chat as bob: %v\n%s", err, out)
+	}
+}
+
+// TestChatExec: a chat = "exec" endpoint runs its program per message;
+// the program sees an opaque conversation handle, the same for the same
+// correspondent, and never a JID.
+func TestChatExec(t *testing.T) {
+	need(t)
+	withChat(t)
+	c := login(t, "alice", harness.HomeDomain)
+	var convs []string
+	for i, text := range []string{"first", "second"} {
+		if err := c.SendRaw(context.Background(), `<message type="chat" id="e`+fmt.Sprint(i)+`" to="`+chatExecEndpoint+`"><body>`+text+`</body></message>`); err != nil {
+			t.Fatal(err)
+		}
+		msgs := messagesFrom(t, c, chatExecEndpoint, func(m []string) bool { return containing(m, "conversation c-") != "" })
+		if containing(msgs, "exec heard: "+text) == "" {
+			t.Fatalf("no echo of %q: %q", text, msgs)
+		}
+		body := regexp.MustCompile(`<body>([^<]*)</body>`).FindStringSubmatch(containing(msgs, "conversation c-"))[1]
+		if strings.Contains(body, "alice") || strings.Contains(body, harness.HomeDomain) {
+			t.Errorf("the program saw a JID: %s", body)
+		}
+		convs = append(convs, strings.TrimPrefix(body, "conversation "))
+	}
+	if convs[0] != convs[1] {
+		t.Errorf("conversation handles differ: %q", convs)
 	}
 }
 
