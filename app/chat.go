@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
 	"time"
 
 	"agentgw/chat"
+	"agentgw/chatmcp"
 	"agentgw/config"
 	"agentgw/db"
 	"agentgw/gateway"
@@ -59,6 +62,8 @@ func StartChat(ctx context.Context, cfg *config.Config, store *db.Store, gw *gat
 				return nil, fmt.Errorf("endpoint[%d].chat_command: %w", i, err)
 			}
 			eps[ep.JID] = chat.Endpoint{Answerer: execAnswerer{rt: rt, log: log}}
+		case config.ChatQueue:
+			eps[ep.JID] = chat.Endpoint{Queue: true}
 		}
 	}
 	svc := chat.New(chat.Options{
@@ -67,10 +72,53 @@ func StartChat(ctx context.Context, cfg *config.Config, store *db.Store, gw *gat
 		Ready:     gw.WaitConnected,
 		Endpoints: eps,
 		Consent:   cfg.Chat.Consent,
+		QueueMax:  cfg.Chat.QueueMax,
 		Log:       log,
 	})
 	svc.Start(ctx)
 	gw.AttachChat(svc)
 	log.Info("chat ready", "endpoints", len(eps))
+	if cfg.Chat.MCPListen != "" {
+		if err := serveChatMCP(ctx, cfg, svc, gw, log); err != nil {
+			svc.Close()
+			return nil, err
+		}
+	}
 	return svc, nil
+}
+
+// serveChatMCP serves the queue endpoints to the MCP clients of
+// [[chat.token]] at chat.mcp_listen (package chatmcp) until ctx ends.
+func serveChatMCP(ctx context.Context, cfg *config.Config, svc *chat.Service, gw *gateway.Gateway, log *slog.Logger) error {
+	var queues []string
+	for ep, mode := range cfg.Chat.Endpoints {
+		if mode == config.ChatQueue {
+			queues = append(queues, ep)
+		}
+	}
+	tokens := make([]chatmcp.Token, len(cfg.Chat.Tokens))
+	for i, t := range cfg.Chat.Tokens {
+		tokens[i] = chatmcp.Token{Value: t.Token, Endpoint: t.Endpoint, Scopes: t.Scopes}
+	}
+	ln, err := net.Listen("tcp", cfg.Chat.MCPListen)
+	if err != nil {
+		return fmt.Errorf("chat.mcp_listen: %w", err)
+	}
+	srv := &http.Server{
+		Handler:           chatmcp.Handler(ctx, chatmcp.Options{Chat: svc, Policy: gw.Policy, Endpoints: queues, Tokens: tokens, Log: log}),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	go func() {
+		if err := srv.Serve(ln); err != nil && err != http.ErrServerClosed {
+			log.Error("chat mcp: listener stopped", "err", err)
+		}
+	}()
+	log.Info("chat mcp listening", "addr", ln.Addr().String(), "path", "/mcp", "endpoints", len(queues), "tokens", len(tokens))
+	return nil
 }

@@ -77,7 +77,10 @@ type Options struct {
 	Endpoints map[string]Endpoint
 	// Consent is how long a message lets an endpoint write back.
 	Consent time.Duration
-	Log     *slog.Logger
+	// QueueMax bounds the queue of each queue endpoint; past it the
+	// oldest message is dropped (and logged).
+	QueueMax int
+	Log      *slog.Logger
 }
 
 // Service is the chat side of the gateway: it takes the messages the
@@ -92,6 +95,11 @@ type Service struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+
+	// queued holds, per queue endpoint, a channel closed at the next
+	// change of its queue (QueueChanged).
+	qmu    sync.Mutex
+	queued map[string]chan struct{}
 }
 
 // New builds a Service; Start runs it.
@@ -100,7 +108,8 @@ func New(opts Options) *Service {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Service{opts: opts, log: log, jobs: make(chan func(context.Context), maxPending), wake: make(chan struct{}, 1)}
+	return &Service{opts: opts, log: log, jobs: make(chan func(context.Context), maxPending), wake: make(chan struct{}, 1),
+		queued: map[string]chan struct{}{}}
 }
 
 // Start runs the workers and the outbox sender until Close. Messages left
@@ -206,6 +215,10 @@ func (s *Service) inbound(ctx context.Context, ep Endpoint, in Inbound) {
 		// consent, no answer.
 		return
 	}
+	if ep.Queue {
+		s.enqueue(ctx, in)
+		return
+	}
 	handle, err := s.opts.Store.ChatInbound(ctx, endpoint, peer)
 	if err != nil {
 		s.log.Error("chat: record an inbound message", "endpoint", endpoint, "err", err)
@@ -244,6 +257,70 @@ func (s *Service) inbound(ctx context.Context, ep Endpoint, in Inbound) {
 	}
 	s.kick()
 }
+
+// enqueue keeps a message for the endpoint's MCP clients and, once it is
+// committed, answers a receipt request.
+func (s *Service) enqueue(ctx context.Context, in Inbound) {
+	endpoint := in.To.Bare().String()
+	m := db.ChatIn{ID: NewID(), Endpoint: endpoint, Sender: in.From.String(), Recipient: in.To.String(), Type: in.Type,
+		Body: in.Body, Subject: in.Subject, Thread: in.Thread, Parent: in.Parent, Lang: in.Lang, StanzaID: in.ID}
+	_, dropped, err := s.opts.Store.ChatEnqueue(ctx, m, in.From.Bare().String(), max(s.opts.QueueMax, 1))
+	if err != nil {
+		s.log.Error("chat: queue a message", "endpoint", endpoint, "err", err)
+		return
+	}
+	if len(dropped) > 0 {
+		s.log.Warn("chat: queue full; the oldest messages were dropped", "endpoint", endpoint, "dropped", len(dropped), "queue_max", s.opts.QueueMax)
+	}
+	if in.Receipt && in.ID != "" {
+		// Durably queued: XEP-0184's "received".
+		_ = s.opts.Send(Receipt(in.To, in.From, NewID(), in.ID))
+	}
+	s.QueueTouched(endpoint)
+}
+
+// QueueChanged returns a channel closed at the next change of the
+// endpoint's queue.
+func (s *Service) QueueChanged(endpoint string) <-chan struct{} {
+	s.qmu.Lock()
+	defer s.qmu.Unlock()
+	ch, ok := s.queued[endpoint]
+	if !ok {
+		ch = make(chan struct{})
+		s.queued[endpoint] = ch
+	}
+	return ch
+}
+
+// QueueTouched wakes whoever waits on QueueChanged(endpoint).
+func (s *Service) QueueTouched(endpoint string) {
+	s.qmu.Lock()
+	defer s.qmu.Unlock()
+	if ch, ok := s.queued[endpoint]; ok {
+		close(ch)
+		delete(s.queued, endpoint)
+	}
+}
+
+// Unsubscribed ends peer's subscription to endpoint's presence and tells
+// peer (RFC 6121 unsubscribed), for DeclinePresenceSubscription. The
+// gateway's presence code sees the change in the store.
+func (s *Service) Unsubscribed(ctx context.Context, endpoint string, peer jid.JID) (bool, error) {
+	removed, err := s.opts.Store.Unsubscribe(ctx, endpoint, peer.Bare().String())
+	if err != nil || !removed {
+		return removed, err
+	}
+	if from, err := jid.Parse(endpoint); err == nil {
+		_ = s.opts.Send(stanza.Presence{From: from, To: peer.Bare(), Type: stanza.UnsubscribedPresence}.Wrap(nil))
+	}
+	return true, nil
+}
+
+// Store is the store the service keeps its state in.
+func (s *Service) Store() *db.Store { return s.opts.Store }
+
+// Consent is the consent window.
+func (s *Service) Consent() time.Duration { return s.opts.Consent }
 
 // Send puts a message from endpoint to the bare JID to in the outbox, if
 // the endpoint may write to it: to may chat with the endpoint, wrote to it

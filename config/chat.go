@@ -1,13 +1,17 @@
 package config
 
 import (
+	"crypto/subtle"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
+
+	"agentgw/mcpserver/scope"
 )
 
 // The answerers an [[endpoint]] chat key may name (package chat,
@@ -21,6 +25,9 @@ const (
 	ChatBuiltin = "builtin"
 	// ChatExec runs chat_command once per message (agentgw-chat/0).
 	ChatExec = "exec"
+	// ChatQueue keeps messages in a durable queue for the MCP clients
+	// of [[chat.token]] (chat.mcp_listen).
+	ChatQueue = "queue"
 )
 
 // Limits and defaults of the [chat] table, documented in docs/limits.md.
@@ -38,12 +45,34 @@ const (
 )
 
 // chatModes are the chat answerers this build implements, for validation.
-var chatModes = []string{ChatOff, ChatBuiltin, ChatExec}
+var chatModes = []string{ChatOff, ChatBuiltin, ChatExec, ChatQueue}
 
 // ChatFile is the [chat] table as written.
 type ChatFile struct {
 	ConsentDays int `toml:"consent_days"`
 	QueueMax    int `toml:"queue_max"`
+	// MCPListen is the host:port of the MCP Streamable HTTP listener of
+	// queue endpoints (path /mcp); loopback only, as it is plain HTTP.
+	MCPListen string          `toml:"mcp_listen"`
+	Tokens    []ChatTokenFile `toml:"token"`
+}
+
+// ChatTokenFile is one [[chat.token]]: a bearer token that acts as one
+// queue endpoint, with the scopes and file rules of [[mcp.token]].
+type ChatTokenFile struct {
+	File     string   `toml:"file"`
+	Endpoint string   `toml:"endpoint"`
+	Scopes   []string `toml:"scopes"`
+}
+
+// ChatToken is one validated [[chat.token]].
+type ChatToken struct {
+	// File holds the token; Token is its content, never logged.
+	File  string
+	Token []byte
+	// Endpoint is the bare JID of the queue endpoint the token acts as.
+	Endpoint string
+	Scopes   []string
 }
 
 func chatDefaults() ChatFile {
@@ -60,9 +89,12 @@ type Chat struct {
 	// Endpoints maps every endpoint whose chat is not off to its
 	// answerer (ChatBuiltin, …).
 	Endpoints map[string]string
+	// MCPListen and Tokens serve the queue endpoints to MCP clients.
+	MCPListen string
+	Tokens    []ChatToken
 }
 
-func (c ChatFile) build(endpoints []Endpoint, bad func(key, format string, args ...any)) Chat {
+func (c ChatFile) build(dir string, endpoints []Endpoint, bad func(key, format string, args ...any)) Chat {
 	out := Chat{Endpoints: map[string]string{}}
 	if c.ConsentDays < 1 || c.ConsentDays > MaxConsentDays {
 		bad("chat.consent_days", "must be between 1 and %d", MaxConsentDays)
@@ -76,6 +108,61 @@ func (c ChatFile) build(endpoints []Endpoint, bad func(key, format string, args 
 		if ep.Chat != ChatOff {
 			out.Endpoints[ep.JID] = ep.Chat
 		}
+	}
+	if l := c.MCPListen; l != "" {
+		host, port, err := net.SplitHostPort(l)
+		switch {
+		case err != nil || port == "":
+			bad("chat.mcp_listen", "must be host:port, such as \"127.0.0.1:8765\"")
+		case !LoopbackHost(host):
+			bad("chat.mcp_listen", "%s is not a loopback address: the listener is plain HTTP; put a TLS proxy in front of a loopback one", host)
+		default:
+			out.MCPListen = l
+		}
+	}
+	for i, t := range c.Tokens {
+		key := fmt.Sprintf("chat.token[%d]", i)
+		tok := ChatToken{}
+		if t.File == "" {
+			bad(key+".file", "required")
+		} else {
+			tok.File = resolve(dir, t.File)
+			b, err := readPrivate(tok.File)
+			switch {
+			case err != nil:
+				bad(key+".file", "%v", err)
+			case len(b) < minTokenBytes:
+				bad(key+".file", "the token must be at least %d characters", minTokenBytes)
+			default:
+				for k, prev := range out.Tokens {
+					if subtle.ConstantTimeCompare(prev.Token, b) == 1 {
+						bad(key+".file", "holds the same token as chat.token[%d]", k)
+					}
+				}
+				tok.Token = b
+			}
+		}
+		if j, ok := bareJID(key+".endpoint", t.Endpoint, "the bare JID of an [[endpoint]] with chat = \"queue\"", bad); ok {
+			if out.Endpoints[j.String()] != ChatQueue {
+				bad(key+".endpoint", "%s is not an [[endpoint]] with chat = %q", j, ChatQueue)
+			} else {
+				tok.Endpoint = j.String()
+			}
+		}
+		if len(t.Scopes) == 0 {
+			bad(key+".scopes", "required: list scopes, or \"*\" for every scope")
+		}
+		for k, sc := range t.Scopes {
+			if sc != scope.Wildcard && !scope.Known(sc) {
+				bad(fmt.Sprintf("%s.scopes[%d]", key, k), "unknown scope %q (see docs/mcp-server.md)", sc)
+				continue
+			}
+			tok.Scopes = append(tok.Scopes, sc)
+		}
+		out.Tokens = append(out.Tokens, tok)
+	}
+	if len(out.Tokens) > 0 && c.MCPListen == "" {
+		bad("chat.mcp_listen", "required with [[chat.token]]")
 	}
 	return out
 }

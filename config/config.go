@@ -558,7 +558,7 @@ func (f File) Validate(dir, path string) (*Config, error) {
 	c.Quotas = f.Quotas.build(bad)
 	c.Endpoints = buildEndpoints(f.Endpoints, c.Domain.Domainpart(), dir, bad)
 	c.MCP = f.MCP.build(dir, false, bad)
-	c.Chat = f.Chat.build(c.Endpoints, bad)
+	c.Chat = f.Chat.build(dir, c.Endpoints, bad)
 
 	if len(errs) > 0 {
 		return nil, errs

@@ -262,3 +262,136 @@ func (s *Store) ChatSent(ctx context.Context, seq int64) error {
 	}
 	return nil
 }
+
+// ChatIn is one message queued for an endpoint's MCP clients.
+type ChatIn struct {
+	Seq int64
+	// ID names it (its resource is mid:ID).
+	ID       string
+	Endpoint string
+	// Sender is the full JID that wrote, Recipient the JID it wrote to.
+	Sender, Recipient    string
+	Type, Body, Subject  string
+	Thread, Parent, Lang string
+	StanzaID             string
+	Received             time.Time
+}
+
+// ChatEnqueue records m's sender as having written (ChatInbound) and
+// queues m, with its Seq and Received set, for the endpoint's MCP
+// clients. Past max queued messages of the endpoint the oldest are
+// dropped; their ids are returned.
+func (s *Store) ChatEnqueue(ctx context.Context, m ChatIn, peer string, max int) (ChatIn, []string, error) {
+	tx, err := s.beginWrite(ctx)
+	if err != nil {
+		return m, nil, fmt.Errorf("db: chat enqueue: %w", err)
+	}
+	defer tx.rollback()
+	if _, err := chatInbound(ctx, tx, m.Endpoint, peer); err != nil {
+		return m, nil, err
+	}
+	m.Received = tx.now
+	res, err := tx.exec(ctx, `INSERT INTO chat_queue (endpoint_jid, id, sender, recipient, type, body, subject, thread, parent, lang, stanza_id, received_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		m.Endpoint, m.ID, m.Sender, m.Recipient, m.Type, m.Body, m.Subject, m.Thread, m.Parent, m.Lang, m.StanzaID, millis(m.Received))
+	if err != nil {
+		return m, nil, fmt.Errorf("db: chat enqueue to %s: %w", m.Endpoint, err)
+	}
+	if m.Seq, err = res.LastInsertId(); err != nil {
+		return m, nil, fmt.Errorf("db: chat enqueue to %s: %w", m.Endpoint, err)
+	}
+	rows, err := tx.query(ctx, `SELECT id FROM chat_queue WHERE endpoint_jid = ?
+		ORDER BY seq DESC LIMIT -1 OFFSET ?`, m.Endpoint, max)
+	if err != nil {
+		return m, nil, fmt.Errorf("db: chat enqueue to %s: %w", m.Endpoint, err)
+	}
+	var dropped []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return m, nil, fmt.Errorf("db: chat enqueue to %s: %w", m.Endpoint, err)
+		}
+		dropped = append(dropped, id)
+	}
+	rows.Close()
+	for _, id := range dropped {
+		if _, err := tx.exec(ctx, `DELETE FROM chat_queue WHERE id = ?`, id); err != nil {
+			return m, nil, fmt.Errorf("db: chat enqueue to %s: %w", m.Endpoint, err)
+		}
+	}
+	if err := tx.commit(); err != nil {
+		return m, nil, fmt.Errorf("db: chat enqueue: %w", err)
+	}
+	return m, dropped, nil
+}
+
+const chatQueueColumns = `seq, id, endpoint_jid, sender, recipient, type, body, subject, thread, parent, lang, stanza_id, received_at`
+
+func scanChatIn(sc interface{ Scan(...any) error }) (ChatIn, error) {
+	var m ChatIn
+	var received int64
+	err := sc.Scan(&m.Seq, &m.ID, &m.Endpoint, &m.Sender, &m.Recipient, &m.Type, &m.Body, &m.Subject, &m.Thread, &m.Parent, &m.Lang, &m.StanzaID, &received)
+	m.Received = fromMillis(received)
+	return m, err
+}
+
+// ChatQueue returns up to limit queued messages of the endpoint, oldest
+// first.
+func (s *Store) ChatQueue(ctx context.Context, endpoint string, limit int) ([]ChatIn, error) {
+	tx, err := s.beginRead(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("db: chat queue: %w", err)
+	}
+	defer tx.rollback()
+	rows, err := tx.query(ctx, `SELECT `+chatQueueColumns+` FROM chat_queue WHERE endpoint_jid = ? ORDER BY seq LIMIT ?`, endpoint, limit)
+	if err != nil {
+		return nil, fmt.Errorf("db: chat queue of %s: %w", endpoint, err)
+	}
+	defer rows.Close()
+	var out []ChatIn
+	for rows.Next() {
+		m, err := scanChatIn(rows)
+		if err != nil {
+			return nil, fmt.Errorf("db: chat queue of %s: %w", endpoint, err)
+		}
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("db: chat queue of %s: %w", endpoint, err)
+	}
+	return out, nil
+}
+
+// ChatTake returns the endpoint's queued message id, or its oldest when
+// id is empty, and removes it when remove is set. ErrNotFound if there is
+// none.
+func (s *Store) ChatTake(ctx context.Context, endpoint, id string, remove bool) (ChatIn, error) {
+	tx, err := s.beginWrite(ctx)
+	if err != nil {
+		return ChatIn{}, fmt.Errorf("db: chat take: %w", err)
+	}
+	defer tx.rollback()
+	var row *sql.Row
+	if id == "" {
+		row = tx.queryRow(ctx, `SELECT `+chatQueueColumns+` FROM chat_queue WHERE endpoint_jid = ? ORDER BY seq LIMIT 1`, endpoint)
+	} else {
+		row = tx.queryRow(ctx, `SELECT `+chatQueueColumns+` FROM chat_queue WHERE endpoint_jid = ? AND id = ?`, endpoint, id)
+	}
+	m, err := scanChatIn(row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ChatIn{}, ErrNotFound
+	}
+	if err != nil {
+		return ChatIn{}, fmt.Errorf("db: chat take from %s: %w", endpoint, err)
+	}
+	if remove {
+		if _, err := tx.exec(ctx, `DELETE FROM chat_queue WHERE seq = ?`, m.Seq); err != nil {
+			return ChatIn{}, fmt.Errorf("db: chat take from %s: %w", endpoint, err)
+		}
+	}
+	if err := tx.commit(); err != nil {
+		return ChatIn{}, fmt.Errorf("db: chat take: %w", err)
+	}
+	return m, nil
+}

@@ -78,3 +78,44 @@ func TestChatConsent(t *testing.T) {
 		t.Fatalf("blocked subscriber consent = %v", err)
 	}
 }
+
+// TestChatQueue: the queue is per endpoint, oldest first, bounded by
+// dropping the oldest, and a take removes only when asked.
+func TestChatQueue(t *testing.T) {
+	s, _ := newStore(t)
+	ctx := context.Background()
+	const ep = "q@agents.example"
+	var dropped []string
+	for i, id := range []string{"m1", "m2", "m3"} {
+		_, d, err := s.ChatEnqueue(ctx, db.ChatIn{ID: id, Endpoint: ep, Sender: "alice@home.example/x", Type: "chat", Body: "b" + id}, "alice@home.example", 2)
+		if err != nil {
+			t.Fatalf("enqueue %d: %v", i, err)
+		}
+		dropped = append(dropped, d...)
+	}
+	if len(dropped) != 1 || dropped[0] != "m1" {
+		t.Fatalf("dropped = %q", dropped)
+	}
+	if _, _, err := s.ChatEnqueue(ctx, db.ChatIn{ID: "other", Endpoint: "o@agents.example", Sender: "a@b/c"}, "a@b", 2); err != nil {
+		t.Fatal(err)
+	}
+	q, err := s.ChatQueue(ctx, ep, 10)
+	if err != nil || len(q) != 2 || q[0].ID != "m2" || q[1].Body != "bm3" {
+		t.Fatalf("queue = %+v, %v", q, err)
+	}
+	if err := s.ChatConsent(ctx, ep, "alice@home.example", time.Hour); err != nil {
+		t.Errorf("a queued message gives no consent: %v", err)
+	}
+	if m, err := s.ChatTake(ctx, ep, "m3", false); err != nil || m.Body != "bm3" {
+		t.Fatalf("get m3 = %+v, %v", m, err)
+	}
+	if m, err := s.ChatTake(ctx, ep, "", true); err != nil || m.ID != "m2" {
+		t.Fatalf("pop = %+v, %v", m, err)
+	}
+	if _, err := s.ChatTake(ctx, ep, "m2", true); !errors.Is(err, db.ErrNotFound) {
+		t.Fatalf("popped message still there: %v", err)
+	}
+	if _, err := s.ChatTake(ctx, ep, "other", false); !errors.Is(err, db.ErrNotFound) {
+		t.Fatal("another endpoint's message was found")
+	}
+}

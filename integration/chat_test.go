@@ -77,16 +77,18 @@ func withChat(t *testing.T) {
 // done returns true for the list so far, or the wait ends.
 func messagesFrom(t *testing.T, c *client.Client, from string, done func([]string) bool) []string {
 	t.Helper()
-	var got []string
+	var got, other []string
 	timeout := time.After(20 * time.Second)
 	for !done(got) {
 		select {
 		case raw := <-c.Incoming():
-			if strings.HasPrefix(raw, "<message") && strings.Contains(raw, `from="`+from) || strings.Contains(raw, `from='`+from) {
+			if strings.HasPrefix(raw, "<message") && (strings.Contains(raw, `from="`+from) || strings.Contains(raw, `from='`+from)) {
 				got = append(got, raw)
+			} else {
+				other = append(other, raw)
 			}
 		case <-timeout:
-			t.Fatalf("messages from %s so far: %q\ngateway log tail:\n%s", from, got, tail(suite.gateway.logText(), 30))
+			t.Fatalf("messages from %s so far: %q\nothers: %q\ngateway log tail:\n%s", from, got, other, tail(suite.gateway.logText(), 30))
 		}
 	}
 	return got
