@@ -227,3 +227,40 @@ func TestChatQueueInspector(t *testing.T) {
 	}
 	messagesFrom(t, alice, chatQueueEndpoint, func(m []string) bool { return containing(m, "inspected") != "" })
 }
+
+// TestChatQueuePresence: the presence tools work on the endpoint's
+// virtual subscriptions, whose subscribers are xmpp: resources.
+func TestChatQueuePresence(t *testing.T) {
+	need(t)
+	url := withChatQueue(t)
+	alice := login(t, "alice", harness.HomeDomain)
+	goOnline(t, alice)
+	sendRaw(t, alice, `<presence type="subscribe" to="`+chatQueueEndpoint+`"/>`)
+	expectType(t, awaitPresence(t, alice, chatQueueEndpoint, 20*time.Second), "subscribed")
+
+	cs := connectChat(t, url)
+	bare := "alice@" + harness.HomeDomain
+	mustSucceed(t, cs, "AcceptPresenceSubscription", map[string]any{"From": bare})
+	eventually(t, "the subscriber's resource", func() bool {
+		res, err := cs.ListResources(context.Background(), nil)
+		if err != nil {
+			return false
+		}
+		for _, r := range res.Resources {
+			if r.URI == "xmpp:"+bare {
+				return true
+			}
+		}
+		return false
+	})
+	mustSucceed(t, cs, "DeclinePresenceSubscription", map[string]any{"From": bare})
+	for {
+		p := awaitPresence(t, alice, chatQueueEndpoint, 20*time.Second)
+		if p.typ == "unsubscribed" {
+			break
+		}
+	}
+	if r := mcpCall(t, cs, "AcceptPresenceSubscription", map[string]any{"From": bare}); r["Success"] != false {
+		t.Errorf("Accept after Decline: %v", r)
+	}
+}
