@@ -231,13 +231,18 @@ func (s *Service) inbound(ctx context.Context, ep Endpoint, in Inbound) {
 		// Handed to the answerer: XEP-0184's "received".
 		_ = s.opts.Send(Receipt(in.To, in.From, NewID(), in.ID))
 	}
-	_ = s.opts.Send(ChatState(in.To, in.From, in.Type, NewID(), "composing"))
+	chatting := in.Type == string(stanza.ChatMessage)
+	if chatting {
+		_ = s.opts.Send(ChatState(in.To, in.From, in.Type, NewID(), "composing"))
+	}
 	texts, err := ep.Answerer.Answer(ctx, endpoint, Conversation{Handle: handle, Text: in.Body, Lang: in.Lang})
 	if err != nil || len(texts) == 0 {
 		if err != nil {
 			s.log.Warn("chat: the answerer failed", "endpoint", endpoint, "err", err)
 		}
-		_ = s.opts.Send(ChatState(in.To, in.From, in.Type, NewID(), "active"))
+		if chatting {
+			_ = s.opts.Send(ChatState(in.To, in.From, in.Type, NewID(), "active"))
+		}
 		return
 	}
 	replyID := in.ID

@@ -146,15 +146,17 @@ func IsBlockBounce(el wire.Element) bool {
 	return false
 }
 
-// Outbound builds a message an endpoint sends: body with <active/>,
-// origin-id (also its stanza id), an XEP-0461 reply when it answers one,
+// Outbound builds a message an endpoint sends: body, <active/> in a
+// chat, origin-id (also its stanza id), an XEP-0461 reply when it answers one,
 // and a store hint.
 func Outbound(from, to jid.JID, typ, originID, body, lang, replyTo, replyID string) xml.TokenReader {
-	kids := []xml.TokenReader{
-		wire.TextElem(xml.Name{Local: "body"}, body),
-		wire.Elem(xml.Name{Space: NSChatStates, Local: "active"}, nil),
-		wire.Elem(xml.Name{Space: NSSID, Local: "origin-id"}, []xml.Attr{wire.Attr("id", originID)}),
+	kids := []xml.TokenReader{wire.TextElem(xml.Name{Local: "body"}, body)}
+	if typ == string(stanza.ChatMessage) {
+		// Chat states belong to chat sessions (XEP-0085), not to
+		// messages of type normal.
+		kids = append(kids, wire.Elem(xml.Name{Space: NSChatStates, Local: "active"}, nil))
 	}
+	kids = append(kids, wire.Elem(xml.Name{Space: NSSID, Local: "origin-id"}, []xml.Attr{wire.Attr("id", originID)}))
 	if replyID != "" {
 		kids = append(kids, wire.Elem(xml.Name{Space: NSReply, Local: "reply"}, []xml.Attr{wire.Attr("to", replyTo), wire.Attr("id", replyID)}))
 	}

@@ -181,3 +181,14 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestChatNormalMessage: a message of type normal is answered in kind,
+// without chat states, which belong to chat sessions.
+func TestChatNormalMessage(t *testing.T) {
+	e, _ := startChat(t)
+	e.srv.write(`<message xmlns='jabber:component:accept' id='n1' from='` + alice + `' to='a001@` + domain + `'><body>plain</body></message>`)
+	answer := marshal(t, e.srv.next())
+	if !strings.Contains(answer, "You said: plain") || !strings.Contains(answer, `type='normal'`) || strings.Contains(answer, chat.NSChatStates) {
+		t.Errorf("answer to a normal message: %s", answer)
+	}
+}
