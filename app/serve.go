@@ -82,6 +82,13 @@ func Serve(ctx context.Context, path string, stderr io.Writer) error {
 		return err
 	}
 	defer tasks.Close()
+	chats, err := StartChat(ctx, cfg, store, gw, log, procs)
+	if err != nil {
+		return err
+	}
+	if chats != nil {
+		defer chats.Close()
+	}
 
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)

@@ -32,6 +32,8 @@ commands:
   mcp -config FILE [-account JID] [-http ADDR]
                                           the XMPP MCP Server: MCP over stdio (or HTTP at ADDR/mcp) as an account
   backup -config FILE DEST                write a consistent copy of the database, also while serving
+  check-blocking -config FILE -endpoint JID -account JID -password-file FILE [-server HOST:PORT]
+                                          show that the account's server enforces XEP-0191 blocking of a chatting endpoint
   manifest hash [-config FILE] FILE.json  validate a manifest; print JID VERSION sha-256 HASH
   endpoint register -config FILE [-activate] FILE.json|DIR...
                                           register manifests (a DIR: its *.json); a summary ends a bulk run
@@ -50,6 +52,7 @@ commands:
     call [-version V -hash B64 | -manifest FILE] [-request-id ID] [-deadline T]
          [-detach] [-wait D] [-poll D] ENDPOINT TOOL JSON
                                           pin, validate, invoke, follow events, print the result
+    chat ENDPOINT TEXT                    send a chat message and print the endpoint's answer
     state ENDPOINT TASK-ID                authoritative task state
     result ENDPOINT TASK-ID               terminal result
     cancel [-revision N] [-reason TEXT] ENDPOINT TASK-ID
@@ -89,6 +92,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return checkConfig(rest, stdout)
 	case "backup":
 		return backup(ctx, rest, stdout)
+	case "check-blocking":
+		return checkBlocking(ctx, rest, stdout)
 	case "manifest":
 		if len(rest) == 0 || rest[0] != "hash" {
 			return fmt.Errorf("%w: manifest takes the subcommand hash", errUsage)

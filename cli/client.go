@@ -24,7 +24,7 @@ import (
 // text of package cli. docs/tasks.md describes every command.
 const clientUsage = "client -jid JID [-password-file F] [-server HOST:PORT] [-json] [-trace FILE] " +
 	"discover [GATEWAY] | search [-gateway JID] [TEXT] | describe ENDPOINT | tools ENDPOINT | " +
-	"call [flags] ENDPOINT TOOL JSON | state ENDPOINT TASK-ID | result ENDPOINT TASK-ID | " +
+	"call [flags] ENDPOINT TOOL JSON | chat ENDPOINT TEXT | state ENDPOINT TASK-ID | result ENDPOINT TASK-ID | " +
 	"cancel [flags] ENDPOINT TASK-ID | input [flags] ENDPOINT TASK-ID REQUEST-ID JSON"
 
 // clientCmd is `agentgw client`: an XMPP C2S account speaking the protocol
@@ -169,6 +169,8 @@ func clientCommand(args []string) (clientRun, error) {
 		return func(ctx context.Context, cmd *clientCmd, _ jid.JID) error { return cmd.tools(ctx, rest[0]) }, nil
 	case "call":
 		return parseCall(rest)
+	case "chat":
+		return parseChat(rest)
 	case "state", "result":
 		if len(rest) != 2 {
 			return nil, fmt.Errorf("%w: client %s ENDPOINT TASK-ID", errUsage, name)

@@ -68,6 +68,8 @@ type File struct {
 	Endpoints []EndpointFile `toml:"endpoint"`
 	// MCP is the [mcp] table of `agentgw mcp` (mcpserver.go).
 	MCP MCPServerFile `toml:"mcp"`
+	// Chat is the [chat] table of the Human Messaging profile (chat.go).
+	Chat ChatFile `toml:"chat"`
 }
 
 // Component is the [component] table: the XEP-0114 connection.
@@ -121,6 +123,8 @@ type Policy struct {
 	Visibility   []GrantFile    `toml:"visibility"`
 	Invoke       []InvokeGrant  `toml:"invoke"`
 	Approve      []ApproveGrant `toml:"approve"`
+	// Chat are the [[policy.chat]] grants (chat.go).
+	Chat []GrantFile `toml:"chat"`
 }
 
 // ApproveGrant is one [[policy.approve]] entry: it vouches, for its
@@ -184,6 +188,11 @@ type EndpointFile struct {
 	MaxTimeout         string            `toml:"max_timeout"`
 	// Insecure allows a plain http:// url to a host that is not loopback.
 	Insecure bool `toml:"insecure"`
+	// Chat is who answers the endpoint's messages (ChatOff, the default,
+	// ChatBuiltin, ChatExec, ChatQueue); ChatCommand the program of
+	// ChatExec (chat.go). Any runtime takes them.
+	Chat        string   `toml:"chat"`
+	ChatCommand []string `toml:"chat_command"`
 }
 
 // Defaults returns the File that decoding starts from.
@@ -213,7 +222,8 @@ func Defaults() File {
 			MaxActive:      DefaultMaxActiveTasks,
 			PurgeInterval:  "1m",
 		},
-		MCP: mcpServerDefaults(),
+		MCP:  mcpServerDefaults(),
+		Chat: chatDefaults(),
 	}
 }
 
@@ -259,6 +269,8 @@ type Config struct {
 	Endpoints []Endpoint
 	// MCP is the [mcp] table, for `agentgw mcp` (LoadMCP).
 	MCP *MCPServer
+	// Chat is the [chat] table (chat.go).
+	Chat Chat
 }
 
 // TaskLimits is the validated [tasks] table.
@@ -298,6 +310,10 @@ type Endpoint struct {
 	Grace, KillGrace time.Duration
 	// MCP holds the other keys of runtime "mcp"; nil for other runtimes.
 	MCP *MCPEndpoint
+	// Chat is who answers the endpoint's messages (chat.go): ChatOff
+	// unless set; ChatCommand is the program of ChatExec.
+	Chat        string
+	ChatCommand []string
 }
 
 // MCPEndpoint is the validated configuration of an [[endpoint]] with
@@ -538,6 +554,7 @@ func (f File) Validate(dir, path string) (*Config, error) {
 	c.Quotas = f.Quotas.build(bad)
 	c.Endpoints = buildEndpoints(f.Endpoints, c.Domain.Domainpart(), dir, bad)
 	c.MCP = f.MCP.build(dir, false, bad)
+	c.Chat = f.Chat.build(dir, c.Endpoints, bad)
 
 	if len(errs) > 0 {
 		return nil, errs
@@ -601,6 +618,10 @@ func (p Policy) build(domain string, bad func(key, format string, args ...any)) 
 		grant.Tools, grant.AllTools = grantList(key+".tools", g.Tools, true, bad)
 		grant.Permissions, grant.AllPermissions = grantList(key+".permissions", g.Permissions, false, bad)
 		out.Approve = append(out.Approve, grant)
+	}
+	for i, g := range p.Chat {
+		key := fmt.Sprintf("policy.chat[%d]", i)
+		out.Chat = append(out.Chat, buildGrant(key, g.Principals, g.Endpoints, endpointDomains, bad))
 	}
 	return out
 }
@@ -713,6 +734,7 @@ func buildEndpoints(in []EndpointFile, domain, dir string, bad func(key, format 
 		}
 		foreignKeys(key, e, bad)
 		check(key, dir, e, &ep, bad)
+		chatEndpoint(key, e, &ep, bad)
 		if ok {
 			out = append(out, ep)
 		}

@@ -160,6 +160,7 @@ var frozenSchemas = []struct {
 	{6, "testdata/schema-v6.sql"},
 	{7, "testdata/schema-v7.sql"},
 	{8, "testdata/schema-v8.sql"},
+	{9, "testdata/schema-v9.sql"},
 }
 
 func TestOpenUpgradesFrozenSchemas(t *testing.T) {

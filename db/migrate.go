@@ -60,6 +60,8 @@ var migrations = []string{
 	`CREATE INDEX task_caller ON task (caller);`,
 	// 8 → 9: usage counters for the quotas, in place of their sums (quota.go).
 	usageCounterMigration,
+	// 9 → 10: consent, blocking, outbox and queue of chats (chat.go).
+	chatMigration,
 }
 
 // searchIndexMigration turns schema version 2 into version 3: it creates the

@@ -403,3 +403,47 @@ BEGIN
 	DELETE FROM endpoint_count WHERE jid = old.endpoint_jid AND versions = 0 AND subscriptions = 0;
 	UPDATE stat SET value = value - 1 WHERE name = 'subscriptions';
 END;
+
+-- The Human Messaging profile (chat.go): consent and XEP-0191 blocking per
+-- endpoint and peer, the outbox of messages endpoints send (kept until sent,
+-- at least once), and the queue of messages waiting for MCP clients.
+CREATE TABLE chat_contact (
+	endpoint_jid TEXT    NOT NULL CHECK (endpoint_jid <> ''),
+	peer         TEXT    NOT NULL CHECK (peer <> ''),
+	handle       TEXT    NOT NULL UNIQUE CHECK (handle <> ''),
+	last_inbound INTEGER NOT NULL,
+	blocked      INTEGER NOT NULL CHECK (blocked IN (0, 1)),
+	PRIMARY KEY (endpoint_jid, peer)
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE chat_outbox (
+	seq          INTEGER PRIMARY KEY,
+	endpoint_jid TEXT    NOT NULL CHECK (endpoint_jid <> ''),
+	recipient    TEXT    NOT NULL CHECK (recipient <> ''),
+	peer         TEXT    NOT NULL CHECK (peer <> ''),
+	origin_id    TEXT    NOT NULL UNIQUE CHECK (origin_id <> ''),
+	type         TEXT    NOT NULL,
+	body         TEXT    NOT NULL,
+	lang         TEXT    NOT NULL,
+	reply_to     TEXT    NOT NULL,
+	reply_id     TEXT    NOT NULL,
+	created_at   INTEGER NOT NULL
+) STRICT;
+
+CREATE TABLE chat_queue (
+	seq          INTEGER PRIMARY KEY,
+	endpoint_jid TEXT    NOT NULL CHECK (endpoint_jid <> ''),
+	id           TEXT    NOT NULL UNIQUE CHECK (id <> ''),
+	sender       TEXT    NOT NULL CHECK (sender <> ''),
+	recipient    TEXT    NOT NULL,
+	type         TEXT    NOT NULL,
+	body         TEXT    NOT NULL,
+	subject      TEXT    NOT NULL,
+	thread       TEXT    NOT NULL,
+	parent       TEXT    NOT NULL,
+	lang         TEXT    NOT NULL,
+	stanza_id    TEXT    NOT NULL,
+	received_at  INTEGER NOT NULL
+) STRICT;
+
+CREATE INDEX chat_queue_endpoint ON chat_queue (endpoint_jid, seq);

@@ -295,11 +295,17 @@ func (s *session) quickSender() {
 	}
 }
 
-// dispatchMessage bounces messages: no messaging profile is offered, and the
-// bounce is the same for every endpoint, hidden, visible or nonexistent.
+// dispatchMessage hands the chat service (chat.go) what it takes, and
+// bounces the rest: the bounce is the same for every endpoint, hidden,
+// visible or nonexistent, and for a sender who may not chat with it.
 func (s *session) dispatchMessage(el wire.Element) {
 	from, to, id, typ, ok := s.stanzaAddrs(el.Start)
-	if !ok || typ == string(stanza.ErrorMessage) || from.Equal(s.g.domain) {
+	if !ok || from.Equal(s.g.domain) {
+		return
+	}
+	if typ == string(stanza.ErrorMessage) {
+		// Never answered; it may tell chat that a message bounced.
+		s.g.chatBounced(from, to, el)
 		return
 	}
 	if typ == string(stanza.HeadlineMessage) {
@@ -308,6 +314,9 @@ func (s *session) dispatchMessage(el wire.Element) {
 	}
 	if !s.g.allowSender(from, time.Now()) {
 		// Past the sender's or its domain's rate: no bounce.
+		return
+	}
+	if s.g.chatTakes(from, to, typ, el) {
 		return
 	}
 	msg := stanza.Message{ID: id, From: to, To: from, Type: stanza.ErrorMessage}

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"agentgw/adhoc"
+	"agentgw/chat"
 	"agentgw/db"
 	"agentgw/directory"
 	"agentgw/legacy"
@@ -86,6 +87,8 @@ type Gateway struct {
 
 	// tasks runs the task protocol (route_task.go); nil until AttachTasks.
 	tasks atomic.Pointer[taskd.Service]
+	// chat is the Human Messaging profile (chat.go); nil until AttachChat.
+	chat atomic.Pointer[chat.Service]
 	// commands holds the gateway's ad-hoc command sessions (route_adhoc.go).
 	commands adhoc.Sessions
 

@@ -170,7 +170,8 @@ func endpointDiscoInfo(g *Gateway, ctx context.Context, req *Request) (xml.Token
 	if err != nil {
 		return nil, err
 	}
-	return g.endpointInfo(v, features(tf, af)), nil
+	// So do the chat features (chat.go), shown only to who may chat.
+	return g.endpointInfo(v, features(tf, af, g.chatFeatures(req))), nil
 }
 
 func endpointDiscoItems(g *Gateway, ctx context.Context, req *Request) (xml.TokenReader, error) {

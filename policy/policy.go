@@ -134,6 +134,10 @@ type Policy struct {
 	// invoke grant run tools that declare approvalRequired or
 	// requiredPermissions.
 	Approve []Grant
+	// Chat are the chat grants ([[policy.chat]]): who may exchange
+	// messages with which endpoints (the Human Messaging profile). They
+	// grant neither visibility nor invocation.
+	Chat []Grant
 }
 
 // Scope is the set of endpoints a requester may see. The zero Scope sees
@@ -265,6 +269,22 @@ func (p *Policy) CanInvoke(requester jid.JID, endpoint, tool string) bool {
 	for i := range p.Invoke {
 		g := &p.Invoke[i]
 		if g.matchesPrincipal(requester) && g.coversEndpoint(endpoint) && g.coversTool(tool) {
+			return true
+		}
+	}
+	return false
+}
+
+// CanChat reports whether requester may exchange chat messages with
+// endpoint (a normalized bare JID): a [[policy.chat]] grant names both. A
+// nil Policy denies.
+func (p *Policy) CanChat(requester jid.JID, endpoint string) bool {
+	if p == nil {
+		return false
+	}
+	for i := range p.Chat {
+		g := &p.Chat[i]
+		if g.matchesPrincipal(requester) && g.coversEndpoint(endpoint) {
 			return true
 		}
 	}

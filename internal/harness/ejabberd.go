@@ -143,6 +143,9 @@ api_permissions:
       - "*"
 modules:
   mod_admin_extra: {}
+  # XEP-0191 (mod_blocking needs mod_privacy), as Debian ships them on.
+  mod_blocking: {}
+  mod_privacy: {}
   mod_disco: {}
   mod_http_api: {}
   mod_ping: {}

@@ -67,6 +67,9 @@ component_interfaces = { %s }
 modules_enabled = {
 	"roster"; "saslauth"; "tls"; "dialback"; "disco";
 	"ping"; "time"; "version"; "uptime"; "private"; "vcard";
+	-- XEP-0191, as in Debian's default modules_enabled: the chat tests
+	-- block endpoints (docs/messaging.md).
+	"blocklist";
 }
 
 -- Plaintext is acceptable only because everything is on loopback.

@@ -1,0 +1,458 @@
+package chat
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/xml"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"agentgw/db"
+	"agentgw/policy"
+	"agentgw/wire"
+
+	"mellium.im/xmpp/jid"
+	"mellium.im/xmpp/stanza"
+)
+
+// Limits of the chat service, documented in docs/limits.md.
+const (
+	// maxPending bounds the messages taken from the read loop and not
+	// yet handled; past it a message is dropped (and logged).
+	maxPending = 256
+	// workers bound the messages handled at once (answerers running).
+	workers = 4
+	// outboxBatch is how many outbox messages one pass sends.
+	outboxBatch = 64
+	// retryDelay is the wait before the outbox is tried again after a
+	// failed send (the stream is down).
+	retryDelay = time.Second
+	// MaxBody bounds the text of one message an endpoint sends, in bytes;
+	// an answer is cut there.
+	MaxBody = 16 << 10
+	// maxAnswers bounds the messages one answer may send.
+	maxAnswers = 8
+	// outboxPoll is how often the outbox is looked at for messages
+	// another process put there (agentgw check-blocking's probes), when
+	// the database has changed since.
+	outboxPoll = time.Second
+)
+
+// Answerer produces the answer of an endpoint to one message. It sees an
+// opaque conversation handle, never a JID. It returns the texts to send,
+// one message each.
+type Answerer interface {
+	Answer(ctx context.Context, endpoint string, c Conversation) ([]string, error)
+}
+
+// Conversation is what an answerer sees of one inbound message.
+type Conversation struct {
+	// Handle names the conversation (endpoint and peer) opaquely; it is
+	// stable across messages and restarts.
+	Handle string
+	// Text is the message's body, Lang its xml:lang.
+	Text, Lang string
+}
+
+// Endpoint is how a chatting endpoint answers: exactly one of Answerer
+// and Queue.
+type Endpoint struct {
+	Answerer Answerer
+	// Queue keeps messages in the endpoint's durable queue for MCP
+	// clients.
+	Queue bool
+}
+
+// Options configures a Service.
+type Options struct {
+	Store *db.Store
+	// Send writes one stanza on the component stream; Ready waits for a
+	// stream to be up.
+	Send  func(xml.TokenReader) error
+	Ready func(context.Context) error
+	// Endpoints are the endpoints whose chat is not off, by bare JID.
+	Endpoints map[string]Endpoint
+	// Consent is how long a message lets an endpoint write back.
+	Consent time.Duration
+	// QueueMax bounds the queue of each queue endpoint; past it the
+	// oldest message is dropped (and logged).
+	QueueMax int
+	Log      *slog.Logger
+}
+
+// Service is the chat side of the gateway: it takes the messages the
+// gateway's read loop hands it (Take, Bounced), answers them, and sends
+// what the endpoints write through the durable outbox.
+type Service struct {
+	opts Options
+	log  *slog.Logger
+	jobs chan func(context.Context)
+	wake chan struct{}
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	// queued holds, per queue endpoint, a channel closed at the next
+	// change of its queue (QueueChanged).
+	qmu    sync.Mutex
+	queued map[string]chan struct{}
+}
+
+// New builds a Service; Start runs it.
+func New(opts Options) *Service {
+	log := opts.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Service{opts: opts, log: log, jobs: make(chan func(context.Context), maxPending), wake: make(chan struct{}, 1),
+		queued: map[string]chan struct{}{}}
+}
+
+// Start runs the workers and the outbox sender until Close. Messages left
+// in the outbox by a previous run are sent again, with their origin-ids.
+func (s *Service) Start(ctx context.Context) {
+	s.ctx, s.cancel = context.WithCancel(ctx)
+	for range workers {
+		s.wg.Add(1)
+		go s.work()
+	}
+	s.wg.Add(1)
+	go s.sendOutbox()
+	s.kick()
+}
+
+// Close stops the service and waits for its goroutines.
+func (s *Service) Close() {
+	if s.cancel != nil {
+		s.cancel()
+	}
+	s.wg.Wait()
+}
+
+// Chats reports whether endpoint answers messages from requester: the
+// endpoint's chat is on and a [[policy.chat]] grant names both. Anything
+// else is answered as a nonexistent endpoint is.
+func (s *Service) Chats(pol *policy.Policy, requester jid.JID, endpoint string) bool {
+	_, ok := s.opts.Endpoints[endpoint]
+	return ok && pol.CanChat(requester, endpoint)
+}
+
+// Features are the disco#info features of endpoint for requester: the
+// profile's extensions where Chats, none otherwise.
+func (s *Service) Features(pol *policy.Policy, requester jid.JID, endpoint string) []string {
+	if !s.Chats(pol, requester, endpoint) {
+		return nil
+	}
+	return Features
+}
+
+// Take is handed a message of type chat or normal on the read loop, from
+// a sender within its rates; it reports whether the profile takes it. If
+// not, the gateway bounces it as it bounces a message to a nonexistent
+// endpoint. Take never blocks: the work is done by the service's workers.
+func (s *Service) Take(pol *policy.Policy, from, to jid.JID, el wire.Element) bool {
+	endpoint := to.Bare().String()
+	if to.Resourcepart() != "" || !s.Chats(pol, from, endpoint) {
+		return false
+	}
+	in := ParseInbound(from, to, el)
+	ep := s.opts.Endpoints[endpoint]
+	s.queue(func(ctx context.Context) { s.inbound(ctx, ep, in) })
+	return true
+}
+
+// Bounced is handed an error message to an endpoint on the read loop. A
+// bounce that means blocked (IsBlockBounce) from a sender who may chat
+// with the endpoint stops the endpoint writing to that sender until it
+// writes again.
+func (s *Service) Bounced(pol *policy.Policy, from, to jid.JID, el wire.Element) {
+	endpoint := to.Bare().String()
+	if !s.Chats(pol, from, endpoint) || !IsBlockBounce(el) {
+		return
+	}
+	peer := from.Bare().String()
+	s.queue(func(ctx context.Context) {
+		dropped, err := s.opts.Store.ChatBounced(ctx, endpoint, peer)
+		if err != nil {
+			s.log.Error("chat: record a bounce", "endpoint", endpoint, "err", err)
+			return
+		}
+		s.log.Info("chat: a message bounced; not writing to the peer until it writes again", "endpoint", endpoint, "peer", peer, "dropped", dropped)
+	})
+}
+
+func (s *Service) queue(job func(context.Context)) {
+	select {
+	case s.jobs <- job:
+	default:
+		s.log.Warn("chat: too many messages pending; one dropped", "limit", maxPending)
+	}
+}
+
+func (s *Service) work() {
+	defer s.wg.Done()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case job := <-s.jobs:
+			job(s.ctx)
+		}
+	}
+}
+
+// inbound handles one message: consent is recorded, the receipt sent,
+// and the answerer's answer put in the outbox.
+func (s *Service) inbound(ctx context.Context, ep Endpoint, in Inbound) {
+	endpoint := in.To.Bare().String()
+	peer := in.From.Bare().String()
+	if in.Body == "" {
+		// A chat state, a receipt or a marker of the peer's client: no
+		// consent, no answer.
+		return
+	}
+	if ep.Queue {
+		s.enqueue(ctx, in)
+		return
+	}
+	handle, err := s.opts.Store.ChatInbound(ctx, endpoint, peer)
+	if err != nil {
+		s.log.Error("chat: record an inbound message", "endpoint", endpoint, "err", err)
+		return
+	}
+	if ep.Answerer == nil {
+		return
+	}
+	if in.Receipt && in.ID != "" {
+		// Handed to the answerer: XEP-0184's "received".
+		_ = s.opts.Send(Receipt(in.To, in.From, NewID(), in.ID))
+	}
+	chatting := in.Type == string(stanza.ChatMessage)
+	if chatting {
+		_ = s.opts.Send(ChatState(in.To, in.From, in.Type, NewID(), "composing"))
+	}
+	texts, err := ep.Answerer.Answer(ctx, endpoint, Conversation{Handle: handle, Text: in.Body, Lang: in.Lang})
+	if err != nil || len(texts) == 0 {
+		if err != nil {
+			s.log.Warn("chat: the answerer failed", "endpoint", endpoint, "err", err)
+		}
+		if chatting {
+			_ = s.opts.Send(ChatState(in.To, in.From, in.Type, NewID(), "active"))
+		}
+		return
+	}
+	replyID := in.ID
+	if replyID == "" {
+		replyID = in.OriginID
+	}
+	for i, text := range texts {
+		if i == maxAnswers {
+			break
+		}
+		m := db.ChatOut{Endpoint: endpoint, Recipient: in.From.String(), Peer: peer, OriginID: NewID(),
+			Type: in.Type, Body: clip(text), Lang: in.Lang, ReplyTo: in.From.String(), ReplyID: replyID}
+		if _, err := s.opts.Store.ChatSend(ctx, m, s.opts.Consent); err != nil {
+			s.log.Warn("chat: answer not sent", "endpoint", endpoint, "err", err)
+			return
+		}
+	}
+	s.kick()
+}
+
+// enqueue keeps a message for the endpoint's MCP clients and, once it is
+// committed, answers a receipt request.
+func (s *Service) enqueue(ctx context.Context, in Inbound) {
+	endpoint := in.To.Bare().String()
+	m := db.ChatIn{ID: NewID(), Endpoint: endpoint, Sender: in.From.String(), Recipient: in.To.String(), Type: in.Type,
+		Body: in.Body, Subject: in.Subject, Thread: in.Thread, Parent: in.Parent, Lang: in.Lang, StanzaID: in.ID}
+	_, dropped, err := s.opts.Store.ChatEnqueue(ctx, m, in.From.Bare().String(), max(s.opts.QueueMax, 1))
+	if err != nil {
+		s.log.Error("chat: queue a message", "endpoint", endpoint, "err", err)
+		return
+	}
+	if len(dropped) > 0 {
+		s.log.Warn("chat: queue full; the oldest messages were dropped", "endpoint", endpoint, "dropped", len(dropped), "queue_max", s.opts.QueueMax)
+	}
+	if in.Receipt && in.ID != "" {
+		// Durably queued: XEP-0184's "received".
+		_ = s.opts.Send(Receipt(in.To, in.From, NewID(), in.ID))
+	}
+	s.QueueTouched(endpoint)
+}
+
+// QueueChanged returns a channel closed at the next change of the
+// endpoint's queue.
+func (s *Service) QueueChanged(endpoint string) <-chan struct{} {
+	s.qmu.Lock()
+	defer s.qmu.Unlock()
+	ch, ok := s.queued[endpoint]
+	if !ok {
+		ch = make(chan struct{})
+		s.queued[endpoint] = ch
+	}
+	return ch
+}
+
+// QueueTouched wakes whoever waits on QueueChanged(endpoint).
+func (s *Service) QueueTouched(endpoint string) {
+	s.qmu.Lock()
+	defer s.qmu.Unlock()
+	if ch, ok := s.queued[endpoint]; ok {
+		close(ch)
+		delete(s.queued, endpoint)
+	}
+}
+
+// Unsubscribed ends peer's subscription to endpoint's presence and tells
+// peer (RFC 6121 unsubscribed), for DeclinePresenceSubscription. The
+// gateway's presence code sees the change in the store.
+func (s *Service) Unsubscribed(ctx context.Context, endpoint string, peer jid.JID) (bool, error) {
+	removed, err := s.opts.Store.Unsubscribe(ctx, endpoint, peer.Bare().String())
+	if err != nil || !removed {
+		return removed, err
+	}
+	if from, err := jid.Parse(endpoint); err == nil {
+		_ = s.opts.Send(stanza.Presence{From: from, To: peer.Bare(), Type: stanza.UnsubscribedPresence}.Wrap(nil))
+	}
+	return true, nil
+}
+
+// Store is the store the service keeps its state in.
+func (s *Service) Store() *db.Store { return s.opts.Store }
+
+// Consent is the consent window.
+func (s *Service) Consent() time.Duration { return s.opts.Consent }
+
+// Send puts a message from endpoint to the bare JID to in the outbox, if
+// the endpoint may write to it: to may chat with the endpoint, wrote to it
+// within the consent window or is subscribed to its presence, and no
+// bounce has blocked it since. The error says why not.
+func (s *Service) Send(ctx context.Context, pol *policy.Policy, endpoint string, to jid.JID, body, lang string) (originID string, err error) {
+	to = to.Bare()
+	if !s.Chats(pol, to, endpoint) {
+		return "", ErrNotGranted
+	}
+	m := db.ChatOut{Endpoint: endpoint, Recipient: to.String(), Peer: to.String(), OriginID: NewID(),
+		Type: string(stanza.ChatMessage), Body: clip(body), Lang: lang}
+	if _, err := s.opts.Store.ChatSend(ctx, m, s.opts.Consent); err != nil {
+		return "", err
+	}
+	s.kick()
+	return m.OriginID, nil
+}
+
+// ErrNotGranted refuses a message to someone no [[policy.chat]] grant
+// lets chat with the endpoint.
+var ErrNotGranted = errors.New("no chat grant names the recipient and this endpoint")
+
+func (s *Service) kick() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// sendOutbox sends the outbox, oldest first, whenever something is added
+// (here, or by another process: the database changed) and after a failed
+// send once a stream is up again. A message is removed
+// once written; one written and not removed when the process dies is sent
+// again with the same origin-id (at least once).
+func (s *Service) sendOutbox() {
+	defer s.wg.Done()
+	tick := time.NewTicker(outboxPoll)
+	defer tick.Stop()
+	var seen int64
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-s.wake:
+		case <-tick.C:
+			// Cheap when nothing changed: PRAGMA data_version.
+			v, err := s.opts.Store.DataVersion(s.ctx)
+			if err != nil || v == seen {
+				continue
+			}
+			seen = v
+		}
+		for s.ctx.Err() == nil {
+			more, err := s.sendBatch(s.ctx)
+			if err != nil {
+				if s.ctx.Err() == nil {
+					s.log.Debug("chat: outbox waits for the stream", "err", err)
+				}
+				select {
+				case <-s.ctx.Done():
+					return
+				case <-time.After(retryDelay):
+				}
+				continue
+			}
+			if !more {
+				break
+			}
+		}
+	}
+}
+
+func (s *Service) sendBatch(ctx context.Context) (more bool, err error) {
+	if err := s.opts.Ready(ctx); err != nil {
+		return false, err
+	}
+	batch, err := s.opts.Store.ChatOutbox(ctx, outboxBatch)
+	if err != nil {
+		return false, err
+	}
+	for _, m := range batch {
+		// A bounce may have arrived since the message was queued.
+		if err := s.opts.Store.ChatConsent(ctx, m.Endpoint, m.Peer, s.opts.Consent); err != nil {
+			if errors.Is(err, db.ErrChatBlocked) || errors.Is(err, db.ErrChatNoConsent) {
+				s.log.Info("chat: outbox message dropped", "endpoint", m.Endpoint, "reason", err.Error())
+				if err := s.opts.Store.ChatSent(ctx, m.Seq); err != nil {
+					return false, err
+				}
+				continue
+			}
+			return false, err
+		}
+		from, err1 := jid.Parse(m.Endpoint)
+		to, err2 := jid.Parse(m.Recipient)
+		if err := errors.Join(err1, err2); err != nil {
+			s.log.Error("chat: outbox message with a bad address dropped", "endpoint", m.Endpoint)
+			_ = s.opts.Store.ChatSent(ctx, m.Seq)
+			continue
+		}
+		if err := s.opts.Send(Outbound(from, to, m.Type, m.OriginID, m.Body, m.Lang, m.ReplyTo, m.ReplyID)); err != nil {
+			return false, err
+		}
+		if err := s.opts.Store.ChatSent(ctx, m.Seq); err != nil {
+			return false, err
+		}
+	}
+	return len(batch) == outboxBatch, nil
+}
+
+// NewID is a message id and XEP-0359 origin-id: 128 random bits.
+func NewID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// clip cuts a text to MaxBody bytes at a rune boundary.
+func clip(s string) string {
+	if len(s) <= MaxBody {
+		return s
+	}
+	cut := MaxBody
+	for cut > 0 && !utf8RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
+}
+
+func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }

@@ -1,0 +1,98 @@
+package cli
+
+import (
+	"context"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"agentgw/chat"
+	"agentgw/wire"
+
+	"mellium.im/xmpp/jid"
+)
+
+// chatTimeout bounds the wait for an endpoint's answer to `client chat`.
+const chatTimeout = 30 * time.Second
+
+// parseChat parses `client chat ENDPOINT TEXT…`.
+func parseChat(rest []string) (clientRun, error) {
+	if len(rest) < 2 {
+		return nil, fmt.Errorf("%w: client chat ENDPOINT TEXT", errUsage)
+	}
+	ep, err := endpointArg(rest[0])
+	if err != nil {
+		return nil, err
+	}
+	text := strings.Join(rest[1:], " ")
+	return func(ctx context.Context, cmd *clientCmd, _ jid.JID) error { return cmd.chat(ctx, ep, text) }, nil
+}
+
+// chatAnswer is what `client chat -json` prints.
+type chatAnswer struct {
+	From     string `json:"from"`
+	Body     string `json:"body"`
+	OriginID string `json:"origin_id,omitempty"`
+	Received bool   `json:"received"`
+}
+
+// chat sends one chat message to an endpoint (the Human Messaging
+// profile, docs/messaging.md) with a receipt request, and prints the
+// first answer.
+func (cmd *clientCmd) chat(ctx context.Context, ep jid.JID, text string) error {
+	sender, ok := cmd.s.c.(interface {
+		SendRaw(context.Context, string) error
+	})
+	if !ok {
+		return errors.New("client: chat: this session cannot send messages")
+	}
+	id := chat.NewID()
+	var b strings.Builder
+	xml.EscapeText(&b, []byte(text))
+	msg := `<message type='chat' to='` + ep.String() + `' id='` + id + `'><body>` + b.String() + `</body><request xmlns='urn:xmpp:receipts'/></message>`
+	if err := sender.SendRaw(ctx, msg); err != nil {
+		return fmt.Errorf("client: chat: %w", err)
+	}
+	var ans chatAnswer
+	timeout := time.After(chatTimeout)
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-timeout:
+			return fmt.Errorf("client: chat: no answer from %s in %s", ep, chatTimeout)
+		case raw, ok := <-cmd.s.c.Incoming():
+			if !ok {
+				return errors.New("client: chat: the session ended")
+			}
+			el, err := wire.Parse(raw)
+			if err != nil || el.Start.Name.Local != "message" {
+				continue
+			}
+			from, _ := el.AttrValue("from")
+			if f, err := jid.Parse(from); err != nil || !f.Bare().Equal(ep) {
+				continue
+			}
+			if typ, _ := el.AttrValue("type"); typ == "error" {
+				return fmt.Errorf("client: chat: %s does not take messages from you (the message bounced)", ep)
+			}
+			in := chat.ParseInbound(jid.JID{}, jid.JID{}, el)
+			for _, c := range el.Children() {
+				if c.Start.Name == (xml.Name{Space: chat.NSReceipts, Local: "received"}) {
+					ans.Received = true
+				}
+			}
+			if in.Body == "" {
+				continue
+			}
+			ans.From, ans.Body, ans.OriginID = from, in.Body, in.OriginID
+			if cmd.json {
+				return cmd.emit(ans)
+			}
+			cmd.printf("%s: %s\n", ep, in.Body)
+			return nil
+		}
+	}
+}
