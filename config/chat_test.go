@@ -95,7 +95,7 @@ endpoints = ["demo@elsewhere.example"]
 func TestChatTokens(t *testing.T) {
 	dir := t.TempDir()
 	tok := dir + "/tok"
-	if err := os.WriteFile(tok, []byte("0123456789abcdef0123\n"), 0o600); err != nil {
+	if err := os.WriteFile(tok, []byte("0123456789abcdef0123456789abcdef\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	base := minimal + `
@@ -119,8 +119,24 @@ scopes = ["OAUTH.Scope.MCP.XMPP.Tools.Message.Get"]
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(c.Chat.Tokens) != 1 || c.Chat.Tokens[0].Endpoint != "q@agents.example" || string(c.Chat.Tokens[0].Token) != "0123456789abcdef0123" {
+	if len(c.Chat.Tokens) != 1 || c.Chat.Tokens[0].Endpoint != "q@agents.example" || string(c.Chat.Tokens[0].Token) != "0123456789abcdef0123456789abcdef" {
 		t.Errorf("tokens = %+v", c.Chat.Tokens)
+	}
+	// A [[chat.token]] needs the 128 bits of an [[mcp.token]].
+	short := dir + "/short"
+	if err := os.WriteFile(short, []byte("0123456789abcdef\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = config.Load(write(t, base+`
+[chat]
+mcp_listen = "127.0.0.1:8765"
+[[chat.token]]
+file = "`+short+`"
+endpoint = "q@agents.example"
+scopes = ["OAUTH.Scope.MCP.XMPP.Tools.Message.Get"]
+`))
+	if err == nil || !strings.Contains(err.Error(), "chat.token[0].file: the token in "+short+" is too short") {
+		t.Errorf("a 16-character chat token: %v", err)
 	}
 	_, err = config.Load(write(t, base+`
 [chat]
