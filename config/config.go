@@ -478,7 +478,7 @@ func (f File) Validate(dir, path string) (*Config, error) {
 	case comp.Secret != "":
 		c.Secret = []byte(comp.Secret)
 	case comp.SecretFile != "":
-		sec, err := readSecret(resolve(dir, comp.SecretFile))
+		sec, err := readComponentSecret(resolve(dir, comp.SecretFile))
 		if err != nil {
 			bad("component.secret_file", "%v", err)
 		} else {
@@ -863,6 +863,17 @@ func duration(s, key string, bad func(key, format string, args ...any)) time.Dur
 }
 
 func readSecret(path string) ([]byte, error) {
+	return readSecretWith(path, secretfile.Read)
+}
+
+// readComponentSecret reads component.secret_file, which the XMPP server's
+// group may also read (secretfile.ReadShared): Prosody reads the secret
+// from this file, as `agentgw init` and docs/deploy.md set it up.
+func readComponentSecret(path string) ([]byte, error) {
+	return readSecretWith(path, secretfile.ReadShared)
+}
+
+func readSecretWith(path string, read func(string, int) ([]byte, error)) ([]byte, error) {
 	info, err := os.Stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read: %w", errors.Unwrap(err))
@@ -872,7 +883,7 @@ func readSecret(path string) ([]byte, error) {
 	}
 	// A secret that group or others can read or write is refused, naming the
 	// file and its mode (internal/secretfile).
-	b, err := secretfile.Read(path, maxSecretBytes)
+	b, err := read(path, maxSecretBytes)
 	if errors.Is(err, secretfile.ErrExposed) {
 		return nil, err
 	}

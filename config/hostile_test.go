@@ -55,6 +55,17 @@ func TestSecretFilesMustBePrivate(t *testing.T) {
 	if _, err := config.Load(write(t, body)); err != nil {
 		t.Fatalf("private secret_file: %v", err)
 	}
+	// The XMPP server's group may read the component secret, as
+	// docs/deploy.md's chgrp prosody and chmod 0640 set it up.
+	os.Chmod(secret, 0o640)
+	if _, err := config.Load(write(t, body)); err != nil {
+		t.Fatalf("secret_file readable by the server's group: %v", err)
+	}
+	os.Chmod(secret, 0o660)
+	if _, err := config.Load(write(t, body)); err == nil || !strings.Contains(err.Error(), "mode 0660") {
+		t.Fatalf("group-writable secret_file: %v", err)
+	}
+	os.Chmod(secret, 0o600)
 
 	token := filepath.Join(dir, "token")
 	os.WriteFile(token, []byte("Bearer abc123456\n"), 0o600)

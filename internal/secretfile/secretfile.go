@@ -20,8 +20,12 @@ import (
 var ErrExposed = errors.New("readable or writable by group or others")
 
 // exposedBits are the permission bits that let group or others read or
-// write.
-const exposedBits fs.FileMode = 0o066
+// write; sharedBits those of a secret the XMPP server must read too (see
+// ReadShared): group read is allowed there, and nothing else.
+const (
+	exposedBits fs.FileMode = 0o066
+	sharedBits  fs.FileMode = 0o026
+)
 
 // Check refuses path if group or others can read or write it. The error names the
 // file and its mode, never its content.
@@ -30,12 +34,16 @@ func Check(path string) error {
 	if err != nil {
 		return err
 	}
-	return checkMode(path, info)
+	return checkMode(path, info, exposedBits)
 }
 
-func checkMode(path string, info fs.FileInfo) error {
-	if m := info.Mode().Perm(); m&exposedBits != 0 {
-		return fmt.Errorf("%s is %w (mode %04o); chmod 600 it", path, ErrExposed, m)
+func checkMode(path string, info fs.FileInfo, bits fs.FileMode) error {
+	if m := info.Mode().Perm(); m&bits != 0 {
+		fix := "chmod 600 it"
+		if bits == sharedBits {
+			fix = "chmod 600 it, or 640 with the XMPP server's group"
+		}
+		return fmt.Errorf("%s is %w (mode %04o); %s", path, ErrExposed, m, fix)
 	}
 	return nil
 }
@@ -44,6 +52,19 @@ func checkMode(path string, info fs.FileInfo) error {
 // is the file read) and returns at most max bytes of it; a larger file is
 // an error.
 func Read(path string, max int) ([]byte, error) {
+	return read(path, max, exposedBits)
+}
+
+// ReadShared is Read for the one secret agentgw shares with the XMPP
+// server, the XEP-0114 component secret: the server (Prosody reads it from
+// agentgw's file through its Lua configuration) runs as another user, so
+// the file may be readable by its group (chgrp prosody, chmod 0640). Any
+// other access by group or others is still refused.
+func ReadShared(path string, max int) ([]byte, error) {
+	return read(path, max, sharedBits)
+}
+
+func read(path string, max int, bits fs.FileMode) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -53,7 +74,7 @@ func Read(path string, max int) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkMode(path, info); err != nil {
+	if err := checkMode(path, info, bits); err != nil {
 		return nil, err
 	}
 	b, err := io.ReadAll(io.LimitReader(f, int64(max)+1))
