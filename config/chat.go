@@ -1,7 +1,6 @@
 package config
 
 import (
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"net"
@@ -123,25 +122,11 @@ func (c ChatFile) build(dir string, endpoints []Endpoint, bad func(key, format s
 	for i, t := range c.Tokens {
 		key := fmt.Sprintf("chat.token[%d]", i)
 		tok := ChatToken{}
-		if t.File == "" {
-			bad(key+".file", "required")
-		} else {
-			tok.File = resolve(dir, t.File)
-			b, err := readPrivate(tok.File)
-			switch {
-			case err != nil:
-				bad(key+".file", "%v", err)
-			case !strongToken(b):
-				bad(key+".file", "the token in %s is too short: a token needs at least 128 bits, %d or more base64url characters or %d hex digits (openssl rand -hex 16)", tok.File, minTokenBase64, minTokenHex)
-			default:
-				for k, prev := range out.Tokens {
-					if subtle.ConstantTimeCompare(prev.Token, b) == 1 {
-						bad(key+".file", "holds the same token as chat.token[%d]", k)
-					}
-				}
-				tok.Token = b
-			}
+		seen := make([][]byte, len(out.Tokens))
+		for k, prev := range out.Tokens {
+			seen[k] = prev.Token
 		}
+		tok.File, tok.Token = readBearerToken(key, dir, t.File, "chat.token", seen, bad)
 		if j, ok := bareJID(key+".endpoint", t.Endpoint, "the bare JID of an [[endpoint]] with chat = \"queue\"", bad); ok {
 			if out.Endpoints[j.String()] != ChatQueue {
 				bad(key+".endpoint", "%s is not an [[endpoint]] with chat = %q", j, ChatQueue)

@@ -341,25 +341,11 @@ func (m MCPServerFile) build(dir string, needAccount bool, bad func(key, format 
 	for i, t := range m.Tokens {
 		key := fmt.Sprintf("mcp.token[%d]", i)
 		tok := MCPToken{Account: t.Account}
-		if t.File == "" {
-			bad(key+".file", "required")
-		} else {
-			tok.File = resolve(dir, t.File)
-			b, err := readPrivate(tok.File)
-			switch {
-			case err != nil:
-				bad(key+".file", "%v", err)
-			case !strongToken(b):
-				bad(key+".file", "the token in %s is too short: a token needs at least 128 bits, %d or more base64url characters or %d hex digits (openssl rand -hex 16)", tok.File, minTokenBase64, minTokenHex)
-			default:
-				for k, prev := range out.Tokens {
-					if subtle.ConstantTimeCompare(prev.Token, b) == 1 {
-						bad(key+".file", "holds the same token as mcp.token[%d]", k)
-					}
-				}
-				tok.Token = b
-			}
+		seen := make([][]byte, len(out.Tokens))
+		for k, prev := range out.Tokens {
+			seen[k] = prev.Token
 		}
+		tok.File, tok.Token = readBearerToken(key, dir, t.File, "mcp.token", seen, bad)
 		if j, err := jid.Parse(t.Account); t.Account == "" {
 			bad(key+".account", "required: the jid of an [[mcp.account]]")
 		} else if err != nil || out.Account(j.Bare().String()) == nil {
@@ -404,6 +390,34 @@ func strongToken(b []byte) bool {
 		return len(b) >= minTokenHex
 	}
 	return len(b) >= minTokenBase64
+}
+
+// readBearerToken reads the bearer token file of [[mcp.token]] or
+// [[chat.token]] number key (list names the array, for the error about a
+// token that seen, the tokens before it, already holds): a private file
+// (readPrivate) holding at least 128 bits (strongToken). It returns the
+// resolved path and the token, or reports to bad and returns a nil token.
+func readBearerToken(key, dir, file, list string, seen [][]byte, bad func(key, format string, args ...any)) (string, []byte) {
+	if file == "" {
+		bad(key+".file", "required")
+		return "", nil
+	}
+	path := resolve(dir, file)
+	b, err := readPrivate(path)
+	switch {
+	case err != nil:
+		bad(key+".file", "%v", err)
+		return path, nil
+	case !strongToken(b):
+		bad(key+".file", "the token in %s is too short: a token needs at least 128 bits, %d or more base64url characters or %d hex digits (openssl rand -hex 16)", path, minTokenBase64, minTokenHex)
+		return path, nil
+	}
+	for k, prev := range seen {
+		if subtle.ConstantTimeCompare(prev, b) == 1 {
+			bad(key+".file", "holds the same token as %s[%d]", list, k)
+		}
+	}
+	return path, b
 }
 
 // readPrivate reads a password or token file as every secret file is read
