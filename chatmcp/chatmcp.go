@@ -76,6 +76,14 @@ type Options struct {
 	Endpoints []string
 	Tokens    []Token
 	Log       *slog.Logger
+	// AllowedOrigins are the Origin values accepted ([chat]
+	// allowed_origins): a request with any other gets 403, as does one
+	// whose Host is not loopback (mcpserver.Guard).
+	AllowedOrigins []string
+	// MaxSessionsPerToken bounds the live sessions of one token
+	// ([chat] max_sessions_per_token); zero takes
+	// mcpserver.DefaultMaxSessionsPerToken.
+	MaxSessionsPerToken int
 }
 
 // endpointServer is the MCP server of one queue endpoint.
@@ -83,6 +91,9 @@ type endpointServer struct {
 	o        *Options
 	endpoint string
 	mcp      *mcp.Server
+
+	// limits bound each token's sessions and WaitForMessage calls.
+	limits mcpserver.TokenLimits
 
 	mu        sync.Mutex
 	resources map[string]bool
@@ -94,9 +105,13 @@ func Handler(ctx context.Context, o Options) http.Handler {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
+	if o.MaxSessionsPerToken <= 0 {
+		o.MaxSessionsPerToken = mcpserver.DefaultMaxSessionsPerToken
+	}
 	servers := map[string]*endpointServer{}
 	for _, ep := range o.Endpoints {
 		s := newEndpointServer(&o, ep)
+		s.limits.MaxSessions = o.MaxSessionsPerToken
 		servers[ep] = s
 		go s.watch(ctx)
 	}
@@ -123,7 +138,24 @@ func Handler(ctx context.Context, o Options) http.Handler {
 			return s.mcp
 		}
 		return nil
-	}, &mcp.StreamableHTTPOptions{Logger: o.Log, SessionTimeout: sessionTimeout})
+	}, &mcp.StreamableHTTPOptions{Logger: o.Log, SessionTimeout: sessionTimeout,
+		// mcpserver.Guard checks the Host of every request.
+		DisableLocalhostProtection: true})
+	// Each endpoint's server bounds the sessions of its tokens.
+	limited := map[string]http.Handler{}
+	for ep, s := range servers {
+		limited[ep] = s.limits.LimitSessions(streamable, func(r *http.Request) (*mcp.Server, string) {
+			return s.mcp, auth.TokenInfoFromContext(r.Context()).UserID
+		})
+	}
+	bounded := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ep, _ := auth.TokenInfoFromContext(r.Context()).Extra["endpoint"].(string)
+		if h := limited[ep]; h != nil {
+			h.ServeHTTP(w, r)
+			return
+		}
+		streamable.ServeHTTP(w, r)
+	})
 	verify := auth.RequireBearerToken(func(_ context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
 		i, ok := lookup(r.Header.Get("Authorization"))
 		if !ok {
@@ -134,7 +166,7 @@ func Handler(ctx context.Context, o Options) http.Handler {
 			UserID: "chat-token:" + fmt.Sprint(i) + ":" + o.Tokens[i].Endpoint,
 			Extra:  map[string]any{"endpoint": o.Tokens[i].Endpoint},
 		}, nil
-	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(streamable)
+	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(bounded)
 	mux := http.NewServeMux()
 	mux.HandleFunc(mcpserver.Path, func(w http.ResponseWriter, r *http.Request) {
 		h := r.Header.Get("Authorization")
@@ -149,7 +181,7 @@ func Handler(ctx context.Context, o Options) http.Handler {
 		}
 		verify.ServeHTTP(w, r)
 	})
-	return mux
+	return mcpserver.Guard(mux, o.AllowedOrigins, o.Log)
 }
 
 func newEndpointServer(o *Options, endpoint string) *endpointServer {

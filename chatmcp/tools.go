@@ -233,6 +233,14 @@ func (s *endpointServer) handler(t tool) mcp.ToolHandler {
 			res = mcpserver.MessageResponse{Message: err.Error()}
 		case err != nil:
 			res = mcpserver.GenericResponse{Message: err.Error()}
+		case t.name == "WaitForMessage":
+			done, ok := s.limits.StartWait(req)
+			if !ok {
+				res = mcpserver.MessageResponse{Message: mcpserver.WaitRefused}
+				break
+			}
+			res = t.run(s, ctx, a)
+			done()
 		default:
 			res = t.run(s, ctx, a)
 		}

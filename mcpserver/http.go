@@ -6,12 +6,9 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 	"time"
-
-	"agentgw/agentclient"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -76,7 +73,7 @@ func NewHTTPHandler(servers map[string]*Server, tokens []Token, opts HTTPOptions
 		opts.MaxSessionsPerToken = DefaultMaxSessionsPerToken
 	}
 	for _, s := range servers {
-		s.maxSessions = opts.MaxSessionsPerToken
+		s.limits.MaxSessions = opts.MaxSessionsPerToken
 	}
 	lookup := func(header string) (int, bool) {
 		typ, value, _ := strings.Cut(header, " ")
@@ -149,45 +146,7 @@ func NewHTTPHandler(servers map[string]*Server, tokens []Token, opts HTTPOptions
 			}
 		})
 	}
-	return guard(mux, opts.AllowedOrigins, log)
-}
-
-// guard refuses with 403, before anything else sees the request, one whose
-// Origin is not allowed (browsers send it; MCP requires servers to check
-// it against DNS rebinding), and, on a loopback listener, one whose Host
-// is not a loopback name (a rebound name's page).
-func guard(next http.Handler, allowed []string, log *slog.Logger) http.Handler {
-	origins := map[string]bool{}
-	for _, o := range allowed {
-		origins[strings.ToLower(o)] = true
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if vs := r.Header.Values("Origin"); len(vs) > 0 && (len(vs) > 1 || !origins[strings.ToLower(vs[0])]) {
-			log.Info("mcp http: foreign origin refused", "remote", r.RemoteAddr, "origin", agentclient.SafeText(vs[0], 200))
-			http.Error(w, "forbidden: origin not allowed", http.StatusForbidden)
-			return
-		}
-		if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && loopbackAddr(local.String()) && !loopbackAddr(r.Host) {
-			log.Info("mcp http: non-loopback host refused", "remote", r.RemoteAddr, "host", agentclient.SafeText(r.Host, 200))
-			http.Error(w, "forbidden: invalid Host header", http.StatusForbidden)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// loopbackAddr reports whether host[:port] names the loopback interface.
-func loopbackAddr(hostport string) bool {
-	host := hostport
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		host = h
-	}
-	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	return Guard(mux, opts.AllowedOrigins, log)
 }
 
 // tokenUserID names a token by the SHA-256 of its value (never the value

@@ -346,9 +346,9 @@ func (s *Server) handler(t tool) mcp.ToolHandler {
 		case err != nil:
 			res = GenericResponse{Message: err.Error()}
 		case t.name == "WaitForMessage":
-			done, ok := s.startMessageWait(req)
+			done, ok := s.limits.StartWait(req)
 			if !ok {
-				res = MessageResponse{Message: fmt.Sprintf("this token already has %d WaitForMessage calls in progress: wait for one to return", MaxWaitsPerToken)}
+				res = MessageResponse{Message: WaitRefused}
 				break
 			}
 			res = t.run(s, ctx, a)
