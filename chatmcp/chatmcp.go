@@ -48,10 +48,6 @@ import (
 
 // Limits (docs/limits.md).
 const (
-	// MaxWaitSeconds bounds WaitForMessage's TimeoutSeconds;
-	// DefaultWaitSeconds is its default.
-	MaxWaitSeconds     = 300
-	DefaultWaitSeconds = 60
 	// maxResources bounds the mid: resources listed per endpoint.
 	maxResources = 1000
 	// sessionTimeout closes an HTTP session idle for that long.
@@ -195,7 +191,7 @@ func newEndpointServer(o *Options, endpoint string) *endpointServer {
 		Capabilities:              &mcp.ServerCapabilities{Resources: &mcp.ResourceCapabilities{ListChanged: true}},
 	})
 	for _, t := range tools {
-		s.mcp.AddTool(t.mcpTool(), s.handler(t))
+		s.mcp.AddTool(t.def.MCPTool(), s.handler(t))
 	}
 	s.mcp.AddReceivingMiddleware(s.scopes)
 	return s

@@ -1,11 +1,7 @@
 package integration
 
 import (
-	"bufio"
 	"context"
-	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -31,26 +27,7 @@ max_sessions_per_token = 2`)
 		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"PopMessage","arguments":{}}}`,
 		`{"jsonrpc":"2.0","id":3,"method":"tasks/list","params":{}}`,
 	}
-	do := func(method, path, body string, h map[string]string) (int, string) {
-		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Authorization", "Bearer "+chatQueueToken)
-		for k, v := range h {
-			if k == "Host" {
-				req.Host = v
-			} else {
-				req.Header.Set(k, v)
-			}
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode, string(b)
-	}
+	do := requester(t, base, chatQueueToken)
 	for _, h := range []map[string]string{{"Origin": "https://evil.example"}, {"Origin": "null"}, {"Host": "rebound.example"}, {"Host": "rebound.example:80"}} {
 		for _, path := range []string{mcpserver.Path, mcpserver.MetricsPath, "/", "/.well-known/oauth-protected-resource"} {
 			for _, b := range bodies {
@@ -112,43 +89,8 @@ max_sessions_per_token = 2`)
 		t.Errorf("after the waits: %s", r)
 	}
 
-	// Idle connections are closed: one that never sends a request (the
-	// header timeout, 10 s), and one idle after a request (30 s).
-	host := strings.TrimPrefix(base, "http://")
-	closedWithin := func(name string, conn net.Conn, limit time.Duration, done chan<- string) {
-		s := time.Now()
-		conn.SetReadDeadline(time.Now().Add(limit + 15*time.Second))
-		br := bufio.NewReader(conn)
-		for {
-			if _, err := br.ReadByte(); err != nil {
-				break
-			}
-		}
-		if d := time.Since(s); d > limit+10*time.Second {
-			done <- fmt.Sprintf("%s: open after %v", name, d)
-			return
-		}
-		done <- ""
-	}
-	done := make(chan string, 2)
-	silent, err := net.Dial("tcp", host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer silent.Close()
-	go closedWithin("silent connection", silent, 10*time.Second, done)
-	kept, err := net.Dial("tcp", host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer kept.Close()
-	fmt.Fprintf(kept, "GET /nowhere HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n\r\n", host, chatQueueToken)
-	go closedWithin("idle keep-alive connection", kept, 30*time.Second, done)
-	for range 2 {
-		if msg := <-done; msg != "" {
-			t.Error(msg)
-		}
-	}
+	// Idle connections are closed.
+	idleClosed(t, strings.TrimPrefix(base, "http://"), "/nowhere", chatQueueToken)
 }
 
 // chatCall calls a tool and returns its text.

@@ -113,12 +113,8 @@ func (l *TokenLimits) LimitSessions(next http.Handler, server func(*http.Request
 			next.ServeHTTP(w, r)
 			return
 		}
-		body, err := io.ReadAll(io.LimitReader(r.Body, maxTaskBody+1))
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		if err == nil && len(body) > maxTaskBody {
-			// Past what is read here, nothing goes on unchecked (an
-			// initialize there would escape the bound).
-			http.Error(w, fmt.Sprintf("request body over %d bytes", maxTaskBody), http.StatusRequestEntityTooLarge)
+		body, tooLarge, err := peekBody(w, r)
+		if tooLarge {
 			return
 		}
 		msg, derr := jsonrpc.DecodeMessage(body)
@@ -133,6 +129,20 @@ func (l *TokenLimits) LimitSessions(next http.Handler, server func(*http.Request
 		}
 		next.ServeHTTP(&sessionWriter{ResponseWriter: w, opened: func(id string) { l.SessionOpened(owner, id) }}, r)
 	})
+}
+
+// peekBody reads r's body, at most maxTaskBody bytes, and puts it back for
+// the handlers behind. A larger one is answered 413 (tooLarge): past what
+// is read here, nothing goes on unchecked (an initialize there would
+// escape max_sessions_per_token).
+func peekBody(w http.ResponseWriter, r *http.Request) (body []byte, tooLarge bool, err error) {
+	body, err = io.ReadAll(io.LimitReader(r.Body, maxTaskBody+1))
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	if err == nil && len(body) > maxTaskBody {
+		http.Error(w, fmt.Sprintf("request body over %d bytes", maxTaskBody), http.StatusRequestEntityTooLarge)
+		return nil, true, nil
+	}
+	return body, false, err
 }
 
 // sessionWriter sees the Mcp-Session-Id of an initialize's answer.

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -32,12 +31,8 @@ func tasksHTTP(servers map[string]*Server, next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		body, err := io.ReadAll(io.LimitReader(r.Body, maxTaskBody+1))
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		if err == nil && len(body) > maxTaskBody {
-			// Past what the layer reads, nothing goes on unchecked (an
-			// initialize there would escape max_sessions_per_token).
-			http.Error(w, fmt.Sprintf("request body over %d bytes", maxTaskBody), http.StatusRequestEntityTooLarge)
+		body, tooLarge, err := peekBody(w, r)
+		if tooLarge {
 			return
 		}
 		if err != nil {
