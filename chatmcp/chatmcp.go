@@ -22,7 +22,6 @@ package chatmcp
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -111,19 +110,11 @@ func Handler(ctx context.Context, o Options) http.Handler {
 		servers[ep] = s
 		go s.watch(ctx)
 	}
-	lookup := func(header string) (int, bool) {
-		typ, value, _ := strings.Cut(header, " ")
-		if !strings.EqualFold(typ, "Bearer") || value == "" {
-			return 0, false
-		}
-		found, idx, given := 0, -1, []byte(strings.TrimSpace(value))
-		for i, t := range o.Tokens {
-			if subtle.ConstantTimeCompare(t.Value, given) == 1 {
-				found, idx = found+1, i
-			}
-		}
-		return idx, found == 1
+	values := make([][]byte, len(o.Tokens))
+	for i, t := range o.Tokens {
+		values[i] = t.Value
 	}
+	lookup := func(header string) (int, bool) { return mcpserver.BearerIndex(header, values) }
 	streamable := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
 		ti := auth.TokenInfoFromContext(r.Context())
 		if ti == nil {
@@ -165,14 +156,8 @@ func Handler(ctx context.Context, o Options) http.Handler {
 	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(bounded)
 	mux := http.NewServeMux()
 	mux.HandleFunc(mcpserver.Path, func(w http.ResponseWriter, r *http.Request) {
-		h := r.Header.Get("Authorization")
-		if _, ok := lookup(h); !ok {
-			challenge := `Bearer realm="agentgw-chat"`
-			if h != "" {
-				challenge += `, error="invalid_token"`
-			}
-			w.Header().Set("WWW-Authenticate", challenge)
-			http.Error(w, "unauthorized: a valid bearer token is required", http.StatusUnauthorized)
+		if _, ok := lookup(r.Header.Get("Authorization")); !ok {
+			mcpserver.Unauthorized(w, r, "agentgw-chat")
 			return
 		}
 		verify.ServeHTTP(w, r)

@@ -75,20 +75,11 @@ func NewHTTPHandler(servers map[string]*Server, tokens []Token, opts HTTPOptions
 	for _, s := range servers {
 		s.limits.MaxSessions = opts.MaxSessionsPerToken
 	}
-	lookup := func(header string) (int, bool) {
-		typ, value, _ := strings.Cut(header, " ")
-		if !strings.EqualFold(typ, "Bearer") || value == "" {
-			return 0, false
-		}
-		found, idx, given := 0, -1, []byte(strings.TrimSpace(value))
-		for i, t := range tokens {
-			// Compare with every token, in constant time.
-			if subtle.ConstantTimeCompare(t.Value, given) == 1 {
-				found, idx = found+1, i
-			}
-		}
-		return idx, found == 1
+	values := make([][]byte, len(tokens))
+	for i, t := range tokens {
+		values[i] = t.Value
 	}
+	lookup := func(header string) (int, bool) { return BearerIndex(header, values) }
 	streamable := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
 		ti := auth.TokenInfoFromContext(r.Context())
 		if ti == nil {
@@ -122,13 +113,7 @@ func NewHTTPHandler(servers map[string]*Server, tokens []Token, opts HTTPOptions
 	unauthorized := func(w http.ResponseWriter, r *http.Request) bool {
 		h := r.Header.Get("Authorization")
 		if _, ok := lookup(h); !ok {
-			// RFC 6750 §3: no error code when no credentials came.
-			challenge := `Bearer realm="agentgw-mcp"`
-			if h != "" {
-				challenge += `, error="invalid_token"`
-			}
-			w.Header().Set("WWW-Authenticate", challenge)
-			http.Error(w, "unauthorized: a valid bearer token is required", http.StatusUnauthorized)
+			Unauthorized(w, r, "agentgw-mcp")
 			log.Info("mcp http: unauthorized request", "remote", r.RemoteAddr, "credentials", h != "")
 			return true
 		}
@@ -147,6 +132,35 @@ func NewHTTPHandler(servers map[string]*Server, tokens []Token, opts HTTPOptions
 		})
 	}
 	return Guard(mux, opts.AllowedOrigins, log)
+}
+
+// BearerIndex returns the index of the one value among values that an
+// Authorization header carries as its bearer token. It compares with every
+// value, in constant time; no match or more than one is false.
+func BearerIndex(header string, values [][]byte) (int, bool) {
+	typ, value, _ := strings.Cut(header, " ")
+	if !strings.EqualFold(typ, "Bearer") || value == "" {
+		return 0, false
+	}
+	found, idx, given := 0, -1, []byte(strings.TrimSpace(value))
+	for i, v := range values {
+		if subtle.ConstantTimeCompare(v, given) == 1 {
+			found, idx = found+1, i
+		}
+	}
+	return idx, found == 1
+}
+
+// Unauthorized answers 401 with the bearer challenge of realm: with
+// error="invalid_token" when credentials came, none otherwise (RFC 6750
+// §3).
+func Unauthorized(w http.ResponseWriter, r *http.Request, realm string) {
+	challenge := `Bearer realm="` + realm + `"`
+	if r.Header.Get("Authorization") != "" {
+		challenge += `, error="invalid_token"`
+	}
+	w.Header().Set("WWW-Authenticate", challenge)
+	http.Error(w, "unauthorized: a valid bearer token is required", http.StatusUnauthorized)
 }
 
 // tokenUserID names a token by the SHA-256 of its value (never the value
