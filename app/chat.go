@@ -13,6 +13,7 @@ import (
 	"agentgw/config"
 	"agentgw/db"
 	"agentgw/gateway"
+	"agentgw/mcpserver"
 	"agentgw/runtime"
 	"agentgw/runtime/exec"
 )
@@ -104,10 +105,11 @@ func serveChatMCP(ctx context.Context, cfg *config.Config, svc *chat.Service, gw
 	if err != nil {
 		return fmt.Errorf("chat.mcp_listen: %w", err)
 	}
-	srv := &http.Server{
-		Handler:           chatmcp.Handler(ctx, chatmcp.Options{Chat: svc, Policy: gw.Policy, Endpoints: queues, Tokens: tokens, Log: log}),
-		ReadHeaderTimeout: 10 * time.Second,
-	}
+	// The protection of `agentgw mcp -http`: Origin and Host checked on
+	// every path, its timeouts and header bound, sessions and waits
+	// bounded per token.
+	srv := mcpserver.NewHTTPServer(chatmcp.Handler(ctx, chatmcp.Options{Chat: svc, Policy: gw.Policy, Endpoints: queues, Tokens: tokens, Log: log,
+		AllowedOrigins: cfg.Chat.AllowedOrigins, MaxSessionsPerToken: cfg.Chat.MaxSessionsPerToken}))
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), time.Second)

@@ -22,7 +22,6 @@ package chatmcp
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -48,10 +47,6 @@ import (
 
 // Limits (docs/limits.md).
 const (
-	// MaxWaitSeconds bounds WaitForMessage's TimeoutSeconds;
-	// DefaultWaitSeconds is its default.
-	MaxWaitSeconds     = 300
-	DefaultWaitSeconds = 60
 	// maxResources bounds the mid: resources listed per endpoint.
 	maxResources = 1000
 	// sessionTimeout closes an HTTP session idle for that long.
@@ -76,6 +71,14 @@ type Options struct {
 	Endpoints []string
 	Tokens    []Token
 	Log       *slog.Logger
+	// AllowedOrigins are the Origin values accepted ([chat]
+	// allowed_origins): a request with any other gets 403, as does one
+	// whose Host is not loopback (mcpserver.Guard).
+	AllowedOrigins []string
+	// MaxSessionsPerToken bounds the live sessions of one token
+	// ([chat] max_sessions_per_token); zero takes
+	// mcpserver.DefaultMaxSessionsPerToken.
+	MaxSessionsPerToken int
 }
 
 // endpointServer is the MCP server of one queue endpoint.
@@ -83,6 +86,9 @@ type endpointServer struct {
 	o        *Options
 	endpoint string
 	mcp      *mcp.Server
+
+	// limits bound each token's sessions and WaitForMessage calls.
+	limits mcpserver.TokenLimits
 
 	mu        sync.Mutex
 	resources map[string]bool
@@ -94,25 +100,21 @@ func Handler(ctx context.Context, o Options) http.Handler {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
+	if o.MaxSessionsPerToken <= 0 {
+		o.MaxSessionsPerToken = mcpserver.DefaultMaxSessionsPerToken
+	}
 	servers := map[string]*endpointServer{}
 	for _, ep := range o.Endpoints {
 		s := newEndpointServer(&o, ep)
+		s.limits.MaxSessions = o.MaxSessionsPerToken
 		servers[ep] = s
 		go s.watch(ctx)
 	}
-	lookup := func(header string) (int, bool) {
-		typ, value, _ := strings.Cut(header, " ")
-		if !strings.EqualFold(typ, "Bearer") || value == "" {
-			return 0, false
-		}
-		found, idx, given := 0, -1, []byte(strings.TrimSpace(value))
-		for i, t := range o.Tokens {
-			if subtle.ConstantTimeCompare(t.Value, given) == 1 {
-				found, idx = found+1, i
-			}
-		}
-		return idx, found == 1
+	values := make([][]byte, len(o.Tokens))
+	for i, t := range o.Tokens {
+		values[i] = t.Value
 	}
+	lookup := func(header string) (int, bool) { return mcpserver.BearerIndex(header, values) }
 	streamable := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
 		ti := auth.TokenInfoFromContext(r.Context())
 		if ti == nil {
@@ -123,7 +125,24 @@ func Handler(ctx context.Context, o Options) http.Handler {
 			return s.mcp
 		}
 		return nil
-	}, &mcp.StreamableHTTPOptions{Logger: o.Log, SessionTimeout: sessionTimeout})
+	}, &mcp.StreamableHTTPOptions{Logger: o.Log, SessionTimeout: sessionTimeout,
+		// mcpserver.Guard checks the Host of every request.
+		DisableLocalhostProtection: true})
+	// Each endpoint's server bounds the sessions of its tokens.
+	limited := map[string]http.Handler{}
+	for ep, s := range servers {
+		limited[ep] = s.limits.LimitSessions(streamable, func(r *http.Request) (*mcp.Server, string) {
+			return s.mcp, auth.TokenInfoFromContext(r.Context()).UserID
+		})
+	}
+	bounded := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ep, _ := auth.TokenInfoFromContext(r.Context()).Extra["endpoint"].(string)
+		if h := limited[ep]; h != nil {
+			h.ServeHTTP(w, r)
+			return
+		}
+		streamable.ServeHTTP(w, r)
+	})
 	verify := auth.RequireBearerToken(func(_ context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
 		i, ok := lookup(r.Header.Get("Authorization"))
 		if !ok {
@@ -134,22 +153,16 @@ func Handler(ctx context.Context, o Options) http.Handler {
 			UserID: "chat-token:" + fmt.Sprint(i) + ":" + o.Tokens[i].Endpoint,
 			Extra:  map[string]any{"endpoint": o.Tokens[i].Endpoint},
 		}, nil
-	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(streamable)
+	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(bounded)
 	mux := http.NewServeMux()
 	mux.HandleFunc(mcpserver.Path, func(w http.ResponseWriter, r *http.Request) {
-		h := r.Header.Get("Authorization")
-		if _, ok := lookup(h); !ok {
-			challenge := `Bearer realm="agentgw-chat"`
-			if h != "" {
-				challenge += `, error="invalid_token"`
-			}
-			w.Header().Set("WWW-Authenticate", challenge)
-			http.Error(w, "unauthorized: a valid bearer token is required", http.StatusUnauthorized)
+		if _, ok := lookup(r.Header.Get("Authorization")); !ok {
+			mcpserver.Unauthorized(w, r, "agentgw-chat")
 			return
 		}
 		verify.ServeHTTP(w, r)
 	})
-	return mux
+	return mcpserver.Guard(mux, o.AllowedOrigins, o.Log)
 }
 
 func newEndpointServer(o *Options, endpoint string) *endpointServer {
@@ -163,7 +176,7 @@ func newEndpointServer(o *Options, endpoint string) *endpointServer {
 		Capabilities:              &mcp.ServerCapabilities{Resources: &mcp.ResourceCapabilities{ListChanged: true}},
 	})
 	for _, t := range tools {
-		s.mcp.AddTool(t.mcpTool(), s.handler(t))
+		s.mcp.AddTool(t.def.MCPTool(), s.handler(t))
 	}
 	s.mcp.AddReceivingMiddleware(s.scopes)
 	return s

@@ -23,22 +23,6 @@ import (
 // mcpShutdownGrace bounds how long HTTP requests may finish at shutdown.
 const mcpShutdownGrace = 5 * time.Second
 
-// Limits of the Streamable HTTP listener (docs/mcp-server.md, Limits).
-const (
-	// mcpReadHeaderTimeout and mcpReadTimeout bound reading a request's
-	// header and the whole request.
-	mcpReadHeaderTimeout = 10 * time.Second
-	mcpReadTimeout       = 30 * time.Second
-	// mcpWriteTimeout bounds writing an answer: the longest
-	// WaitForMessage (300 s) and a margin. A server-sent event stream
-	// (GET) is not bounded by it: it lives as long as its session.
-	mcpWriteTimeout = mcpserver.MaxWaitSeconds*time.Second + 30*time.Second
-	// mcpIdleTimeout closes a keep-alive connection idle that long.
-	mcpIdleTimeout = 30 * time.Second
-	// mcpMaxHeaderBytes bounds a request's header.
-	mcpMaxHeaderBytes = 64 << 10
-)
-
 // runMCP is `agentgw mcp -config FILE [-account JID] [-http ADDR]`: the
 // XMPP MCP Server (docs/mcp-server.md) over stdio, or Streamable HTTP at
 // ADDR/mcp. Logs go to stderr only: over stdio, stdout is the protocol.
@@ -105,18 +89,6 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	return serveMCPHTTP(ctx, *httpAddr, cfg.MCP, h, log)
 }
 
-// sseUnbounded lifts the write deadline of a GET: the client's stream of
-// server-sent events, which lasts as long as its session (bounded by
-// max_sessions_per_token and the session idle timeout).
-func sseUnbounded(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodGet && r.URL.Path == mcpserver.Path {
-			_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
-		}
-		h.ServeHTTP(w, r)
-	})
-}
-
 type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
@@ -159,8 +131,7 @@ func serveMCPHTTP(ctx context.Context, addr string, m *config.MCPServer, h http.
 	if err != nil {
 		return fmt.Errorf("mcp http: %w", err)
 	}
-	hs := &http.Server{Handler: sseUnbounded(h), ReadHeaderTimeout: mcpReadHeaderTimeout, ReadTimeout: mcpReadTimeout,
-		WriteTimeout: mcpWriteTimeout, IdleTimeout: mcpIdleTimeout, MaxHeaderBytes: mcpMaxHeaderBytes}
+	hs := mcpserver.NewHTTPServer(h)
 	scheme := "http"
 	if m.TLSCert != "" {
 		scheme = "https"

@@ -52,8 +52,12 @@ type ChatFile struct {
 	QueueMax    int `toml:"queue_max"`
 	// MCPListen is the host:port of the MCP Streamable HTTP listener of
 	// queue endpoints (path /mcp); loopback only, as it is plain HTTP.
-	MCPListen string          `toml:"mcp_listen"`
-	Tokens    []ChatTokenFile `toml:"token"`
+	MCPListen string `toml:"mcp_listen"`
+	// AllowedOrigins and MaxSessionsPerToken are those of [mcp], for the
+	// chat listener.
+	AllowedOrigins      []string        `toml:"allowed_origins"`
+	MaxSessionsPerToken int             `toml:"max_sessions_per_token"`
+	Tokens              []ChatTokenFile `toml:"token"`
 }
 
 // ChatTokenFile is one [[chat.token]]: a bearer token that acts as one
@@ -75,7 +79,7 @@ type ChatToken struct {
 }
 
 func chatDefaults() ChatFile {
-	return ChatFile{ConsentDays: DefaultConsentDays, QueueMax: DefaultChatQueueMax}
+	return ChatFile{ConsentDays: DefaultConsentDays, QueueMax: DefaultChatQueueMax, MaxSessionsPerToken: DefaultMaxSessionsPerToken}
 }
 
 // Chat is the validated [chat] table.
@@ -91,6 +95,11 @@ type Chat struct {
 	// MCPListen and Tokens serve the queue endpoints to MCP clients.
 	MCPListen string
 	Tokens    []ChatToken
+	// AllowedOrigins are the HTTP Origin values the listener accepts,
+	// lowercased (none: a request with an Origin is refused).
+	AllowedOrigins []string
+	// MaxSessionsPerToken bounds the live MCP sessions of one token.
+	MaxSessionsPerToken int
 }
 
 func (c ChatFile) build(dir string, endpoints []Endpoint, bad func(key, format string, args ...any)) Chat {
@@ -117,6 +126,17 @@ func (c ChatFile) build(dir string, endpoints []Endpoint, bad func(key, format s
 			bad("chat.mcp_listen", "%s is not a loopback address: the listener is plain HTTP; put a TLS proxy in front of a loopback one", host)
 		default:
 			out.MCPListen = l
+		}
+	}
+	if c.MaxSessionsPerToken < 1 || c.MaxSessionsPerToken > MaxMaxSessionsPerToken {
+		bad("chat.max_sessions_per_token", "must be between 1 and %d", MaxMaxSessionsPerToken)
+	}
+	out.MaxSessionsPerToken = c.MaxSessionsPerToken
+	for i, o := range c.AllowedOrigins {
+		if norm, ok := originValue(o); ok {
+			out.AllowedOrigins = append(out.AllowedOrigins, norm)
+		} else {
+			bad(fmt.Sprintf("chat.allowed_origins[%d]", i), "must be an origin, scheme://host[:port] with no path (https://app.example.org)")
 		}
 	}
 	for i, t := range c.Tokens {

@@ -122,6 +122,21 @@ scopes = ["OAUTH.Scope.MCP.XMPP.Tools.Message.Get"]
 	if len(c.Chat.Tokens) != 1 || c.Chat.Tokens[0].Endpoint != "q@agents.example" || string(c.Chat.Tokens[0].Token) != "0123456789abcdef0123456789abcdef" {
 		t.Errorf("tokens = %+v", c.Chat.Tokens)
 	}
+	if c.Chat.AllowedOrigins != nil || c.Chat.MaxSessionsPerToken != config.DefaultMaxSessionsPerToken {
+		t.Errorf("listener defaults: allowed_origins %v, max_sessions_per_token %d", c.Chat.AllowedOrigins, c.Chat.MaxSessionsPerToken)
+	}
+	c, err = config.Load(write(t, base+`
+[chat]
+mcp_listen = "127.0.0.1:8765"
+allowed_origins = ["HTTPS://App.Example.org"]
+max_sessions_per_token = 3
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Chat.AllowedOrigins) != 1 || c.Chat.AllowedOrigins[0] != "https://app.example.org" || c.Chat.MaxSessionsPerToken != 3 {
+		t.Errorf("listener keys: allowed_origins %v, max_sessions_per_token %d", c.Chat.AllowedOrigins, c.Chat.MaxSessionsPerToken)
+	}
 	// A [[chat.token]] needs the 128 bits of an [[mcp.token]].
 	short := dir + "/short"
 	if err := os.WriteFile(short, []byte("0123456789abcdef\n"), 0o600); err != nil {
@@ -141,6 +156,8 @@ scopes = ["OAUTH.Scope.MCP.XMPP.Tools.Message.Get"]
 	_, err = config.Load(write(t, base+`
 [chat]
 mcp_listen = "192.0.2.1:8765"
+allowed_origins = ["https://app.example.org/path"]
+max_sessions_per_token = 0
 [[chat.token]]
 file = "`+tok+`"
 endpoint = "b@agents.example"
@@ -149,7 +166,8 @@ scopes = ["no.such.scope"]
 	if err == nil {
 		t.Fatal("bad [[chat.token]] accepted")
 	}
-	for _, key := range []string{"chat.mcp_listen: 192.0.2.1 is not a loopback address", "chat.token[0].endpoint", "chat.token[0].scopes[0]"} {
+	for _, key := range []string{"chat.mcp_listen: 192.0.2.1 is not a loopback address", "chat.token[0].endpoint", "chat.token[0].scopes[0]",
+		"chat.allowed_origins[0]", "chat.max_sessions_per_token"} {
 		if !strings.Contains(err.Error(), key) {
 			t.Errorf("no error names %s:\n%v", key, err)
 		}

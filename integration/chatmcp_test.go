@@ -28,6 +28,12 @@ const chatQueueToken = "chat-queue-token-0123456789abcdef"
 // its MCP listener, restarts the gateway, and returns the MCP URL.
 func withChatQueue(t *testing.T) string {
 	t.Helper()
+	return withChatQueueKeys(t, "")
+}
+
+// withChatQueueKeys is withChatQueue with more keys of the [chat] table.
+func withChatQueueKeys(t *testing.T, chatKeys string) string {
+	t.Helper()
 	tokenFile := filepath.Join(suite.dir, "chat-queue.token")
 	if err := os.WriteFile(tokenFile, []byte(chatQueueToken+"\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -45,12 +51,13 @@ endpoints = [%[1]q]
 
 [chat]
 mcp_listen = %[4]q
+%[6]s
 
 [[chat.token]]
 file = %[5]q
 endpoint = %[1]q
 scopes = ["*"]
-`, chatQueueEndpoint, harness.HomeDomain, harness.RemoteDomain, addr, tokenFile)
+`, chatQueueEndpoint, harness.HomeDomain, harness.RemoteDomain, addr, tokenFile, chatKeys)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	if err := writeConfig(extra); err != nil {

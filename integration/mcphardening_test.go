@@ -242,25 +242,10 @@ func TestMCPServerHTTPHardening(t *testing.T) {
 		`{"jsonrpc":"2.0","id":5,"method":"tasks/cancel","params":{"taskId":"x"}}`,
 		`{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"PopMessage","arguments":{}}}`,
 	}
+	doBody := requester(t, base, mcpFullToken)
 	do := func(method, path, body string, h map[string]string) int {
-		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Authorization", "Bearer "+mcpFullToken)
-		for k, v := range h {
-			if k == "Host" {
-				req.Host = v
-			} else {
-				req.Header.Set(k, v)
-			}
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode
+		code, _ := doBody(method, path, body, h)
+		return code
 	}
 	for _, h := range []map[string]string{{"Origin": "https://evil.example"}, {"Origin": "null"}, {"Host": "rebound.example"}} {
 		for _, path := range []string{mcpserver.Path, mcpserver.MetricsPath, "/", "/.well-known/oauth-protected-resource"} {
@@ -283,9 +268,41 @@ func TestMCPServerHTTPHardening(t *testing.T) {
 		t.Errorf("allowed origin: %d", code)
 	}
 
-	// Idle connections are closed: one that never sends a request (the
-	// header timeout, 10 s), and one idle after a request (30 s).
-	host := strings.TrimPrefix(base, "http://")
+	idleClosed(t, strings.TrimPrefix(base, "http://"), "/metrics", mcpFullToken)
+}
+
+// requester returns a function that sends one HTTP request with token
+// to base+path, with the headers h (Host sets the request's Host), and
+// returns its status and body.
+func requester(t *testing.T, base, token string) func(method, path, body string, h map[string]string) (int, string) {
+	return func(method, path, body string, h map[string]string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+token)
+		for k, v := range h {
+			if k == "Host" {
+				req.Host = v
+			} else {
+				req.Header.Set(k, v)
+			}
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, string(b)
+	}
+}
+
+// idleClosed checks that the listener at host closes idle connections:
+// one that never sends a request (the header timeout, 10 s), and one idle
+// after a request for path (30 s).
+func idleClosed(t *testing.T, host, path, token string) {
+	t.Helper()
 	closedWithin := func(name string, conn net.Conn, limit time.Duration, done chan<- string) {
 		s := time.Now()
 		conn.SetReadDeadline(time.Now().Add(limit + 15*time.Second))
@@ -313,7 +330,7 @@ func TestMCPServerHTTPHardening(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer kept.Close()
-	fmt.Fprintf(kept, "GET /metrics HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n\r\n", host, mcpFullToken)
+	fmt.Fprintf(kept, "GET %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n\r\n", path, host, token)
 	go closedWithin("idle keep-alive connection", kept, 30*time.Second, done)
 	for range 2 {
 		if msg := <-done; msg != "" {

@@ -294,8 +294,8 @@ func (g *agents) followCall(ctx context.Context, req *mcp.CallToolRequest, what 
 		case o := <-f.elicited():
 			f.eliciting = nil
 			f.answered(ctx, o.in, o.res, o.err)
-		case raw := <-events:
-			o := tr.Handle(raw)
+		case ev := <-events:
+			o := tr.HandleElement(ev.el)
 			switch o.Verdict {
 			case agentclient.Applied:
 				f.applied(ctx, o.Event)
@@ -330,7 +330,7 @@ func (g *agents) followCall(ctx context.Context, req *mcp.CallToolRequest, what 
 
 // cancelAndSettle sends <cancel/> for the task and follows it until it
 // settles or ctx ends.
-func (g *agents) cancelAndSettle(ctx context.Context, tr *agentclient.Tracker, events <-chan string) {
+func (g *agents) cancelAndSettle(ctx context.Context, tr *agentclient.Tracker, events <-chan taskEvent) {
 	if _, err := g.ac.Cancel(ctx, tr.Pin.Endpoint, task.Cancel{TaskID: tr.TaskID}, -1); err != nil {
 		return
 	}
@@ -338,8 +338,8 @@ func (g *agents) cancelAndSettle(ctx context.Context, tr *agentclient.Tracker, e
 	defer t.Stop()
 	for !tr.State.Terminal() {
 		select {
-		case raw := <-events:
-			if o := tr.Handle(raw); o.Verdict == agentclient.Gap || o.Verdict == agentclient.Inconsistent {
+		case ev := <-events:
+			if o := tr.HandleElement(ev.el); o.Verdict == agentclient.Gap || o.Verdict == agentclient.Inconsistent {
 				g.ac.Recover(ctx, tr)
 			}
 		case <-t.C:

@@ -56,8 +56,8 @@ type agents struct {
 	log *slog.Logger
 
 	mu        sync.Mutex
-	following map[string]chan string // by XMPP task ID
-	unclaimed map[string][]string
+	following map[string]chan taskEvent // by XMPP task ID
+	unclaimed map[string][]taskEvent
 	order     []string
 	ubytes    int            // the bytes in unclaimed
 	inflight  map[string]int // calls in flight, by the endpoint's bare JID
@@ -70,11 +70,19 @@ type agents struct {
 func newAgents(s *Server, log *slog.Logger) *agents {
 	g := &agents{
 		s: s, ac: agentclient.New(s.acct), log: log,
-		following: map[string]chan string{}, unclaimed: map[string][]string{}, inflight: map[string]int{}, cursors: map[string]cursorState{},
+		following: map[string]chan taskEvent{}, unclaimed: map[string][]taskEvent{}, inflight: map[string]int{}, cursors: map[string]cursorState{},
 	}
 	g.proj.g = g
 	s.acct.taskEvents = g.event
 	return g
+}
+
+// taskEvent is a lifecycle message as the session parsed it, and the
+// bytes it was received as (what the early events' bound counts): the
+// tracker applies the element, so a message is parsed once.
+type taskEvent struct {
+	el   wire.Element
+	size int
 }
 
 // event routes a lifecycle message (el, received as raw) of task id to
@@ -82,11 +90,12 @@ func newAgents(s *Server, log *slog.Logger) *agents {
 // has not arrived yet. It runs on the account's session goroutine, which
 // parsed el already, and never blocks.
 func (g *agents) event(el wire.Element, id, raw string) {
+	ev := taskEvent{el: el, size: len(raw)}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if ch, ok := g.following[id]; ok {
 		select {
-		case ch <- raw:
+		case ch <- ev:
 		default: // full: the tracker sees a gap and recovers the state
 		}
 		return
@@ -102,10 +111,10 @@ func (g *agents) event(el wire.Element, id, raw string) {
 	if len(evs) >= maxUnclaimedEvents {
 		return
 	}
-	for g.ubytes+len(raw) > maxUnclaimedBytes && len(g.order) > 0 && g.order[0] != id {
+	for g.ubytes+ev.size > maxUnclaimedBytes && len(g.order) > 0 && g.order[0] != id {
 		g.forget(g.order[0])
 	}
-	if g.ubytes+len(raw) > maxUnclaimedBytes {
+	if g.ubytes+ev.size > maxUnclaimedBytes {
 		return
 	}
 	if !known {
@@ -114,14 +123,14 @@ func (g *agents) event(el wire.Element, id, raw string) {
 		}
 		g.order = append(g.order, id)
 	}
-	g.unclaimed[id] = append(evs, raw)
-	g.ubytes += len(raw)
+	g.unclaimed[id] = append(evs, ev)
+	g.ubytes += ev.size
 }
 
 // forget drops the early events of taskID; g.mu is held.
 func (g *agents) forget(taskID string) {
-	for _, raw := range g.unclaimed[taskID] {
-		g.ubytes -= len(raw)
+	for _, ev := range g.unclaimed[taskID] {
+		g.ubytes -= ev.size
 	}
 	delete(g.unclaimed, taskID)
 	for i, id := range g.order {
@@ -153,11 +162,11 @@ func (g *agents) expect(endpoint jid.JID) (release func()) {
 
 // follow starts routing the events of taskID to the returned channel,
 // those that came early first; stop ends it.
-func (g *agents) follow(taskID string) (events <-chan string, stop func()) {
-	ch := make(chan string, taskEventBuffer)
+func (g *agents) follow(taskID string) (events <-chan taskEvent, stop func()) {
+	ch := make(chan taskEvent, taskEventBuffer)
 	g.mu.Lock()
-	for _, raw := range g.unclaimed[taskID] {
-		ch <- raw
+	for _, ev := range g.unclaimed[taskID] {
+		ch <- ev
 	}
 	g.forget(taskID)
 	g.following[taskID] = ch

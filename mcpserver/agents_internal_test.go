@@ -30,7 +30,7 @@ func lifecycle(from, taskID string, pad int) string {
 // TestUnclaimedEventsBounded: early lifecycle events are kept only from an
 // endpoint with a call in flight, and within maxUnclaimedBytes in all.
 func TestUnclaimedEventsBounded(t *testing.T) {
-	g := &agents{following: map[string]chan string{}, unclaimed: map[string][]string{}, inflight: map[string]int{}}
+	g := &agents{following: map[string]chan taskEvent{}, unclaimed: map[string][]taskEvent{}, inflight: map[string]int{}}
 	// Anyone's events, with no call in flight: nothing is kept.
 	for i := range 100 {
 		g.eventRaw(lifecycle("mallory@evil.example/x", fmt.Sprintf("t%d", i), 1000))
@@ -48,6 +48,10 @@ func TestUnclaimedEventsBounded(t *testing.T) {
 	if len(ev) != 1 || g.ubytes != 0 {
 		t.Fatalf("follow: %d early events, %d bytes left", len(ev), g.ubytes)
 	}
+	// The follower gets the element the session parsed, not text to parse again.
+	if e := <-ev; e.el.Start.Name.Local != "message" || e.size != len(lifecycle("demo@agents.example/a", "t-ours", 10)) {
+		t.Fatalf("early event %v, %d bytes", e.el.Start.Name, e.size)
+	}
 	stop()
 	// Even the endpoint called stays within the byte bound.
 	for i := range maxUnclaimedTasks + 50 {
@@ -57,8 +61,8 @@ func TestUnclaimedEventsBounded(t *testing.T) {
 	}
 	total := 0
 	for _, evs := range g.unclaimed {
-		for _, raw := range evs {
-			total += len(raw)
+		for _, ev := range evs {
+			total += ev.size
 		}
 	}
 	if total > maxUnclaimedBytes || total != g.ubytes || len(g.order) != len(g.unclaimed) {

@@ -6,12 +6,9 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 	"time"
-
-	"agentgw/agentclient"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -76,22 +73,13 @@ func NewHTTPHandler(servers map[string]*Server, tokens []Token, opts HTTPOptions
 		opts.MaxSessionsPerToken = DefaultMaxSessionsPerToken
 	}
 	for _, s := range servers {
-		s.maxSessions = opts.MaxSessionsPerToken
+		s.limits.MaxSessions = opts.MaxSessionsPerToken
 	}
-	lookup := func(header string) (int, bool) {
-		typ, value, _ := strings.Cut(header, " ")
-		if !strings.EqualFold(typ, "Bearer") || value == "" {
-			return 0, false
-		}
-		found, idx, given := 0, -1, []byte(strings.TrimSpace(value))
-		for i, t := range tokens {
-			// Compare with every token, in constant time.
-			if subtle.ConstantTimeCompare(t.Value, given) == 1 {
-				found, idx = found+1, i
-			}
-		}
-		return idx, found == 1
+	values := make([][]byte, len(tokens))
+	for i, t := range tokens {
+		values[i] = t.Value
 	}
+	lookup := func(header string) (int, bool) { return BearerIndex(header, values) }
 	streamable := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
 		ti := auth.TokenInfoFromContext(r.Context())
 		if ti == nil {
@@ -125,13 +113,7 @@ func NewHTTPHandler(servers map[string]*Server, tokens []Token, opts HTTPOptions
 	unauthorized := func(w http.ResponseWriter, r *http.Request) bool {
 		h := r.Header.Get("Authorization")
 		if _, ok := lookup(h); !ok {
-			// RFC 6750 §3: no error code when no credentials came.
-			challenge := `Bearer realm="agentgw-mcp"`
-			if h != "" {
-				challenge += `, error="invalid_token"`
-			}
-			w.Header().Set("WWW-Authenticate", challenge)
-			http.Error(w, "unauthorized: a valid bearer token is required", http.StatusUnauthorized)
+			Unauthorized(w, r, "agentgw-mcp")
 			log.Info("mcp http: unauthorized request", "remote", r.RemoteAddr, "credentials", h != "")
 			return true
 		}
@@ -149,45 +131,36 @@ func NewHTTPHandler(servers map[string]*Server, tokens []Token, opts HTTPOptions
 			}
 		})
 	}
-	return guard(mux, opts.AllowedOrigins, log)
+	return Guard(mux, opts.AllowedOrigins, log)
 }
 
-// guard refuses with 403, before anything else sees the request, one whose
-// Origin is not allowed (browsers send it; MCP requires servers to check
-// it against DNS rebinding), and, on a loopback listener, one whose Host
-// is not a loopback name (a rebound name's page).
-func guard(next http.Handler, allowed []string, log *slog.Logger) http.Handler {
-	origins := map[string]bool{}
-	for _, o := range allowed {
-		origins[strings.ToLower(o)] = true
+// BearerIndex returns the index of the one value among values that an
+// Authorization header carries as its bearer token. It compares with every
+// value, in constant time; no match or more than one is false.
+func BearerIndex(header string, values [][]byte) (int, bool) {
+	typ, value, _ := strings.Cut(header, " ")
+	if !strings.EqualFold(typ, "Bearer") || value == "" {
+		return 0, false
 	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if vs := r.Header.Values("Origin"); len(vs) > 0 && (len(vs) > 1 || !origins[strings.ToLower(vs[0])]) {
-			log.Info("mcp http: foreign origin refused", "remote", r.RemoteAddr, "origin", agentclient.SafeText(vs[0], 200))
-			http.Error(w, "forbidden: origin not allowed", http.StatusForbidden)
-			return
+	found, idx, given := 0, -1, []byte(strings.TrimSpace(value))
+	for i, v := range values {
+		if subtle.ConstantTimeCompare(v, given) == 1 {
+			found, idx = found+1, i
 		}
-		if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && loopbackAddr(local.String()) && !loopbackAddr(r.Host) {
-			log.Info("mcp http: non-loopback host refused", "remote", r.RemoteAddr, "host", agentclient.SafeText(r.Host, 200))
-			http.Error(w, "forbidden: invalid Host header", http.StatusForbidden)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
+	}
+	return idx, found == 1
 }
 
-// loopbackAddr reports whether host[:port] names the loopback interface.
-func loopbackAddr(hostport string) bool {
-	host := hostport
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		host = h
+// Unauthorized answers 401 with the bearer challenge of realm: with
+// error="invalid_token" when credentials came, none otherwise (RFC 6750
+// §3).
+func Unauthorized(w http.ResponseWriter, r *http.Request, realm string) {
+	challenge := `Bearer realm="` + realm + `"`
+	if r.Header.Get("Authorization") != "" {
+		challenge += `, error="invalid_token"`
 	}
-	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	w.Header().Set("WWW-Authenticate", challenge)
+	http.Error(w, "unauthorized: a valid bearer token is required", http.StatusUnauthorized)
 }
 
 // tokenUserID names a token by the SHA-256 of its value (never the value

@@ -82,64 +82,9 @@ type Server struct {
 	// runCtx is the server's lifetime: MCP tasks are followed within it.
 	runCtx context.Context
 
-	// maxSessions bounds the live HTTP sessions of one token, and
-	// sessions are the sessions each token (by task owner) opened.
-	maxSessions int
-	sessions    map[string]map[string]bool
-	// waiters counts the WaitForMessage calls in progress, by token.
-	waiters map[string]int
-}
-
-// sessionAllowed reports whether owner may open one more MCP session: the
-// sessions go-sdk has closed (expired, deleted) are forgotten first.
-func (s *Server) sessionAllowed(owner string) bool {
-	live := map[string]bool{}
-	for ss := range s.mcp.Sessions() {
-		live[ss.ID()] = true
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for id := range s.sessions[owner] {
-		if !live[id] {
-			delete(s.sessions[owner], id)
-		}
-	}
-	return s.maxSessions <= 0 || len(s.sessions[owner]) < s.maxSessions
-}
-
-func (s *Server) sessionOpened(owner, id string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.sessions[owner] == nil {
-		s.sessions[owner] = map[string]bool{}
-	}
-	s.sessions[owner][id] = true
-}
-
-// MaxWaitsPerToken bounds the WaitForMessage calls one token (or the
-// stdio client) has in progress at once.
-const MaxWaitsPerToken = 4
-
-// startMessageWait counts one more WaitForMessage of the request's token, or
-// reports false when it already has MaxWaitsPerToken.
-func (s *Server) startMessageWait(req mcp.Request) (done func(), ok bool) {
-	key := "stdio"
-	if ex := req.GetExtra(); ex != nil && ex.TokenInfo != nil {
-		key = ex.TokenInfo.UserID
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.waiters[key] >= MaxWaitsPerToken {
-		return nil, false
-	}
-	s.waiters[key]++
-	return func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if s.waiters[key]--; s.waiters[key] <= 0 {
-			delete(s.waiters, key)
-		}
-	}, true
+	// limits bound each token's live HTTP sessions and WaitForMessage
+	// calls (limits.go).
+	limits TokenLimits
 }
 
 // New returns the MCP server of acct, whose messages are in store. It
@@ -151,8 +96,7 @@ func New(ctx context.Context, acct *Account, store *Store, opts Options) (*Serve
 	}
 	s := &Server{acct: acct, store: store, opts: opts, contacts: map[string]bool{}, messages: map[string]bool{},
 		updates: map[string]bool{}, wake: make(chan struct{}, 1), taskWait: map[string]chan struct{}{}, waits: map[string]int{},
-		inputs: map[string]*taskInput{}, elicits: map[string]elicitWait{}, sinks: map[string]*statusSink{}, runCtx: ctx,
-		sessions: map[string]map[string]bool{}, waiters: map[string]int{}}
+		inputs: map[string]*taskInput{}, elicits: map[string]elicitWait{}, sinks: map[string]*statusSink{}, runCtx: ctx}
 	go s.updater(ctx)
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "agentgw-xmpp", Title: "XMPP MCP Server (agentgw)", Version: Version}, &mcp.ServerOptions{
 		Instructions: "This server is the XMPP account " + acct.JID().String() + ". Received messages wait as mid: resources " +

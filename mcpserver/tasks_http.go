@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -32,12 +31,8 @@ func tasksHTTP(servers map[string]*Server, next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		body, err := io.ReadAll(io.LimitReader(r.Body, maxTaskBody+1))
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		if err == nil && len(body) > maxTaskBody {
-			// Past what the layer reads, nothing goes on unchecked (an
-			// initialize there would escape max_sessions_per_token).
-			http.Error(w, fmt.Sprintf("request body over %d bytes", maxTaskBody), http.StatusRequestEntityTooLarge)
+		body, tooLarge, err := peekBody(w, r)
+		if tooLarge {
 			return
 		}
 		if err != nil {
@@ -71,18 +66,14 @@ func tasksHTTP(servers map[string]*Server, next http.Handler) http.Handler {
 		held := scope.Of(ti.Scopes)
 		switch req.Method {
 		case "initialize", "tools/list":
-			if req.Method == "initialize" && !s.sessionAllowed(owner) {
-				w.Header().Set("Content-Type", "application/json")
-				w.WriteHeader(http.StatusTooManyRequests)
-				b, _ := jsonrpc.EncodeMessage(response(req.ID, nil, &jsonrpc.Error{Code: CodeForbidden,
-					Message: fmt.Sprintf("this token already holds %d MCP sessions (max_sessions_per_token): close one (HTTP DELETE) or let it expire", s.maxSessions)}))
-				w.Write(b)
+			if req.Method == "initialize" && !s.limits.SessionAllowed(s.mcp, owner) {
+				s.limits.refuseSession(w, req.ID)
 				return
 			}
 			cw := &captureWriter{header: w.Header()}
 			next.ServeHTTP(cw, r)
 			if id := cw.Header().Get("Mcp-Session-Id"); req.Method == "initialize" && id != "" {
-				s.sessionOpened(owner, id)
+				s.limits.SessionOpened(owner, id)
 			}
 			patch := addTasksCapability
 			if req.Method == "tools/list" {

@@ -61,7 +61,7 @@ type tool struct {
 	args                 []arg
 	// message is true for tools returning a MessageResponse.
 	message bool
-	run     func(s *Server, ctx context.Context, a args) any
+	run     func(s *Server, ctx context.Context, a Args) any
 }
 
 // tools is the interface: the seed's ten tools, then ours.
@@ -254,35 +254,45 @@ func (t tool) mcpTool() *mcp.Tool {
 	}
 }
 
-// args are a call's decoded arguments.
-type args map[string]any
+// Args are a call's decoded arguments, by name: a string, a bool, an int
+// or a []string, as the argument's kind; an absent optional argument with
+// no default is absent.
+type Args map[string]any
 
-func (a args) str(name string) string { s, _ := a[name].(string); return s }
+// Str is a string argument, "" when absent.
+func (a Args) Str(name string) string { s, _ := a[name].(string); return s }
 
-// strp returns nil for an absent or null argument.
-func (a args) strp(name string) *string {
+// Strp returns nil for an absent or null argument.
+func (a Args) Strp(name string) *string {
 	s, ok := a[name].(string)
 	if !ok {
 		return nil
 	}
 	return &s
 }
-func (a args) boolean(name string) bool { b, _ := a[name].(bool); return b }
-func (a args) strings(name string) ([]string, bool) {
+
+// Bool is a boolean argument, false when absent.
+func (a Args) Bool(name string) bool { b, _ := a[name].(bool); return b }
+
+// Int is an integer argument, 0 when absent.
+func (a Args) Int(name string) int { n, _ := a[name].(int); return n }
+
+// Strings is an array argument; ok is false when it is absent or null.
+func (a Args) Strings(name string) ([]string, bool) {
 	s, ok := a[name].([]string)
 	return s, ok
 }
 
 // decode checks raw against t's arguments: unknown arguments, missing
 // required ones and wrong types are errors that name the argument.
-func (t tool) decode(raw json.RawMessage) (args, error) {
+func (t tool) decode(raw json.RawMessage) (Args, error) {
 	in := map[string]json.RawMessage{}
 	if len(raw) > 0 && string(raw) != "null" {
 		if err := json.Unmarshal(raw, &in); err != nil {
 			return nil, errors.New("the arguments must be a JSON object")
 		}
 	}
-	out := args{}
+	out := Args{}
 	for name := range in {
 		if !slices.ContainsFunc(t.args, func(a arg) bool { return a.name == name }) {
 			return nil, fmt.Errorf("unknown argument %q", name)
@@ -337,24 +347,69 @@ func (t tool) decode(raw json.RawMessage) (args, error) {
 
 // handler is the MCP handler of t.
 func (s *Server) handler(t tool) mcp.ToolHandler {
+	return ToolDef{t}.Handler(func(ctx context.Context, req *mcp.CallToolRequest, a Args) any {
+		if t.name == "WaitForMessage" {
+			done, ok := s.limits.StartWait(req)
+			if !ok {
+				return MessageResponse{Message: WaitRefused}
+			}
+			defer done()
+		}
+		return t.run(s, ctx, a)
+	})
+}
+
+// ToolDef is one tool of the interface as the seed defines it: its name,
+// scope, MCP definition (description, input and output schemas,
+// annotations), argument decoding and result type, without the account's
+// handler. Another face serving the seed's tools (package chatmcp) takes
+// them from here, so that the contract is written once.
+type ToolDef struct{ t tool }
+
+// SeedTool is the definition of the named tool of the interface.
+func SeedTool(name string) (ToolDef, bool) {
+	for _, t := range tools {
+		if t.name == name {
+			t.run = nil
+			return ToolDef{t}, true
+		}
+	}
+	return ToolDef{}, false
+}
+
+// Name is the tool's name; Scope the scope it needs.
+func (d ToolDef) Name() string  { return d.t.name }
+func (d ToolDef) Scope() string { return d.t.scope }
+
+// WithDescription is d with another description (the face's own words);
+// the names, schemas and result type stay the seed's.
+func (d ToolDef) WithDescription(desc string) ToolDef {
+	d.t.desc = desc
+	return d
+}
+
+// MCPTool is d's MCP definition.
+func (d ToolDef) MCPTool() *mcp.Tool { return d.t.mcpTool() }
+
+// Decode checks raw against d's arguments: unknown arguments, missing
+// required ones and wrong types are errors that name the argument.
+func (d ToolDef) Decode(raw json.RawMessage) (Args, error) { return d.t.decode(raw) }
+
+// Handler is the MCP handler of d: it decodes the arguments (a bad one is
+// answered with d's result type, Success false and the reason), runs run,
+// and returns its result (a GenericResponse or a MessageResponse) as text
+// and as structured content.
+func (d ToolDef) Handler(run func(ctx context.Context, req *mcp.CallToolRequest, a Args) any) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		var res any
-		a, err := t.decode(req.Params.Arguments)
+		a, err := d.t.decode(req.Params.Arguments)
 		switch {
-		case err != nil && t.message:
+		case err != nil && d.t.message:
 			res = MessageResponse{Message: err.Error()}
 		case err != nil:
 			res = GenericResponse{Message: err.Error()}
-		case t.name == "WaitForMessage":
-			done, ok := s.startMessageWait(req)
-			if !ok {
-				res = MessageResponse{Message: fmt.Sprintf("this token already has %d WaitForMessage calls in progress: wait for one to return", MaxWaitsPerToken)}
-				break
-			}
-			res = t.run(s, ctx, a)
-			done()
 		default:
-			res = t.run(s, ctx, a)
+			res = run(ctx, req, a)
 		}
 		raw, err := json.Marshal(res)
 		if err != nil {
@@ -394,17 +449,17 @@ func (s *Server) bareJID(name, v string) (string, error) {
 	return j.Bare().String(), nil
 }
 
-func (s *Server) acceptSubscription(ctx context.Context, a args) any {
+func (s *Server) acceptSubscription(ctx context.Context, a Args) any {
 	return s.answerSubscription(ctx, a, true)
 }
 
-func (s *Server) declineSubscription(ctx context.Context, a args) any {
+func (s *Server) declineSubscription(ctx context.Context, a Args) any {
 	return s.answerSubscription(ctx, a, false)
 }
 
 // answerSubscription accepts or declines the pending request of From.
-func (s *Server) answerSubscription(ctx context.Context, a args, accept bool) any {
-	from, err := s.bareJID("From", a.str("From"))
+func (s *Server) answerSubscription(ctx context.Context, a Args, accept bool) any {
+	from, err := s.bareJID("From", a.Str("From"))
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -421,8 +476,8 @@ func (s *Server) answerSubscription(ctx context.Context, a args, accept bool) an
 	return ok("presence subscription of %s accepted", from)
 }
 
-func (s *Server) requestSubscription(ctx context.Context, a args) any {
-	to, err := s.bareJID("To", a.str("To"))
+func (s *Server) requestSubscription(ctx context.Context, a Args) any {
+	to, err := s.bareJID("To", a.Str("To"))
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -435,8 +490,8 @@ func (s *Server) requestSubscription(ctx context.Context, a args) any {
 	return ok("presence subscription requested from %s", to)
 }
 
-func (s *Server) requestUnsubscription(ctx context.Context, a args) any {
-	to, err := s.bareJID("To", a.str("To"))
+func (s *Server) requestUnsubscription(ctx context.Context, a Args) any {
+	to, err := s.bareJID("To", a.Str("To"))
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -454,14 +509,14 @@ func (s *Server) requestUnsubscription(ctx context.Context, a args) any {
 }
 
 // rosterArgs checks NickName and Groups.
-func rosterArgs(a args) (nick *string, groups []string, setGroups bool, err error) {
-	nick = a.strp("NickName")
+func rosterArgs(a Args) (nick *string, groups []string, setGroups bool, err error) {
+	nick = a.Strp("NickName")
 	if nick != nil {
 		if len(*nick) > maxNameBytes || !validXML(*nick) || strings.ContainsAny(*nick, "\n\r") {
 			return nil, nil, false, fmt.Errorf("NickName must be one line of at most %d bytes", maxNameBytes)
 		}
 	}
-	groups, setGroups = a.strings("Groups")
+	groups, setGroups = a.Strings("Groups")
 	if len(groups) > maxGroups {
 		return nil, nil, false, fmt.Errorf("too many Groups: at most %d", maxGroups)
 	}
@@ -487,8 +542,8 @@ func rosterItem(bare string, nick string, groups []string) string {
 	return b.String()
 }
 
-func (s *Server) addToRoster(ctx context.Context, a args) any {
-	bare, err := s.bareJID("BareJid", a.str("BareJid"))
+func (s *Server) addToRoster(ctx context.Context, a Args) any {
+	bare, err := s.bareJID("BareJid", a.Str("BareJid"))
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -509,8 +564,8 @@ func (s *Server) addToRoster(ctx context.Context, a args) any {
 	return ok("%s added to the roster", bare)
 }
 
-func (s *Server) updateRosterItem(ctx context.Context, a args) any {
-	bare, err := s.bareJID("BareJid", a.str("BareJid"))
+func (s *Server) updateRosterItem(ctx context.Context, a Args) any {
+	bare, err := s.bareJID("BareJid", a.Str("BareJid"))
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -535,8 +590,8 @@ func (s *Server) updateRosterItem(ctx context.Context, a args) any {
 	return ok("%s updated in the roster", bare)
 }
 
-func (s *Server) removeFromRoster(ctx context.Context, a args) any {
-	bare, err := s.bareJID("BareJid", a.str("BareJid"))
+func (s *Server) removeFromRoster(ctx context.Context, a Args) any {
+	bare, err := s.bareJID("BareJid", a.Str("BareJid"))
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -552,8 +607,12 @@ func (s *Server) removeFromRoster(ctx context.Context, a args) any {
 // langTag is a BCP 47 language tag, loosely (ISO 639 codes included).
 var langTag = regexp.MustCompile(`^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*$`)
 
-func (s *Server) sendChatMessage(ctx context.Context, a args) any {
-	to, msg := a.str("To"), a.str("Message")
+// LanguageTag reports whether s is a language tag, as SendChatMessage's
+// Language must be.
+func LanguageTag(s string) bool { return langTag.MatchString(s) }
+
+func (s *Server) sendChatMessage(ctx context.Context, a Args) any {
+	to, msg := a.Str("To"), a.Str("Message")
 	j, err := jid.Parse(to)
 	switch {
 	case to == "":
@@ -570,7 +629,7 @@ func (s *Server) sendChatMessage(ctx context.Context, a args) any {
 	if !validXML(msg) {
 		return fail("Message holds characters XML cannot carry (control characters or invalid UTF-8)")
 	}
-	lang := a.strp("Language")
+	lang := a.Strp("Language")
 	var b strings.Builder
 	b.WriteString(`<message type="chat" to="` + escapeXML(j.String()) + `" id="` + newID() + `"`)
 	if lang != nil && *lang != "" {
@@ -580,7 +639,7 @@ func (s *Server) sendChatMessage(ctx context.Context, a args) any {
 		b.WriteString(` xml:lang="` + escapeXML(*lang) + `"`)
 	}
 	b.WriteString("><body>" + escapeXML(msg) + "</body>")
-	if !a.boolean("IsMarkdown") {
+	if !a.Bool("IsMarkdown") {
 		// XEP-0393: plain text must not be styled by the recipient.
 		b.WriteString(`<unstyled xmlns="` + nsStyling + `"/>`)
 	}
@@ -606,8 +665,8 @@ func (st Stored) response(msg string) MessageResponse {
 	return m
 }
 
-func (s *Server) getMessage(ctx context.Context, a args) any {
-	raw := a.str("MessageId")
+func (s *Server) getMessage(ctx context.Context, a Args) any {
+	raw := a.Str("MessageId")
 	id, valid := messageID(raw)
 	if !valid {
 		return MessageResponse{Message: fmt.Sprintf("MessageId: %q is not a message identifier nor a mid: URI", raw)}
@@ -615,7 +674,7 @@ func (s *Server) getMessage(ctx context.Context, a args) any {
 	account := s.acct.JID().String()
 	var st Stored
 	var err error
-	if a.boolean("Remove") {
+	if a.Bool("Remove") {
 		st, err = s.store.Take(ctx, account, id)
 	} else {
 		st, err = s.store.Get(ctx, account, id)
@@ -626,14 +685,14 @@ func (s *Server) getMessage(ctx context.Context, a args) any {
 	if err != nil {
 		return MessageResponse{Message: "the message store failed: " + err.Error()}
 	}
-	if a.boolean("Remove") {
+	if a.Bool("Remove") {
 		s.messageRemoved(st.ID)
 		return st.response("message found and removed")
 	}
 	return st.response("message found")
 }
 
-func (s *Server) popMessage(ctx context.Context, _ args) any {
+func (s *Server) popMessage(ctx context.Context, _ Args) any {
 	st, err := s.store.Take(ctx, s.acct.JID().String(), "")
 	if errors.Is(err, ErrNotFound) {
 		return MessageResponse{Message: "no message has been received"}
@@ -645,8 +704,8 @@ func (s *Server) popMessage(ctx context.Context, _ args) any {
 	return st.response("oldest message removed from the received messages")
 }
 
-func (s *Server) waitForMessage(ctx context.Context, a args) any {
-	secs := a["TimeoutSeconds"].(int)
+func (s *Server) waitForMessage(ctx context.Context, a Args) any {
+	secs := a.Int("TimeoutSeconds")
 	if secs < 1 || secs > MaxWaitSeconds {
 		return MessageResponse{Message: fmt.Sprintf("TimeoutSeconds must be between 1 and %d", MaxWaitSeconds)}
 	}
