@@ -401,8 +401,8 @@ func TestUpgradeKeepsMCPTasks(t *testing.T) {
 	}
 	// The copy taken before the migration is the version-2 file.
 	backups, _ := filepath.Glob(path + ".pre-*")
-	if len(backups) != 1 || userVersionOf(t, backups[0]) != 2 {
-		t.Errorf("backups %v, want one of version 2", backups)
+	if len(backups) != 1 || userVersionOf(t, backups[0]) != 2 || s.Migrated().Backup != backups[0] || s.Migrated().From != 2 {
+		t.Errorf("backups %v, want one of version 2; Migrated = %+v", backups, s.Migrated())
 	}
 }
 

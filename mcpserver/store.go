@@ -163,6 +163,8 @@ var ErrNotFound = errors.New("mcpserver: no such message")
 // one transaction.
 type Store struct {
 	db *sql.DB
+	// migration is what OpenStore did to the schema.
+	migration db.Migration
 	// Now is the clock; tests may replace it.
 	Now func() time.Time
 }
@@ -192,12 +194,16 @@ func OpenStore(ctx context.Context, path string) (*Store, error) {
 	}
 	sqldb.SetMaxOpenConns(1)
 	s := &Store{db: sqldb, Now: time.Now}
-	if _, err := storeSchema.Migrate(ctx, sqldb, path); err != nil {
+	if s.migration, err = storeSchema.Migrate(ctx, sqldb, path); err != nil {
 		sqldb.Close()
 		return nil, fmt.Errorf("open message store %s: %w", path, err)
 	}
 	return s, nil
 }
+
+// Migrated says what OpenStore did to the schema: Backup names the copy
+// taken before an existing store was migrated.
+func (s *Store) Migrated() db.Migration { return s.migration }
 
 // Close closes the database.
 func (s *Store) Close() error { return s.db.Close() }
