@@ -37,20 +37,24 @@ var fastIQs = memoryReads(surfaces)
 // before it picks the table that routes it, so a key that one surface
 // answers from memory and another routes to a worker panics.
 func memoryReads(list []protocol) map[iqKey]bool {
-	fast := map[iqKey]bool{}
+	fromMemory := map[iqKey]bool{}
 	for _, p := range list {
 		for _, r := range append(slices.Clip(p.gateway), p.endpoint...) {
 			k := iqKey{r.typ, r.name}
-			if prev, ok := fast[k]; ok && prev != p.fromMemory {
+			if prev, ok := fromMemory[k]; ok && prev != p.fromMemory {
 				panic(fmt.Sprintf("gateway: IQ %s {%s}%s is answered from memory by one surface and by a worker in another (%s)",
 					r.typ, r.name.Space, r.name.Local, p.name))
 			}
-			fast[k] = p.fromMemory
+			fromMemory[k] = p.fromMemory
 		}
 	}
-	for k, ok := range fast {
-		if !ok {
-			delete(fast, k)
+	// A map of its own, filled with the hot reads only: deleting the
+	// others from fromMemory would leave tombstones that every lookup of
+	// a worker's IQ (a miss) probes past.
+	fast := map[iqKey]bool{}
+	for k, ok := range fromMemory {
+		if ok {
+			fast[k] = true
 		}
 	}
 	return fast
