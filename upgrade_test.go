@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"mellium.im/xmpp/jid"
 
@@ -284,6 +285,124 @@ func TestUpgradeKeepsQueuedMessages(t *testing.T) {
 				t.Errorf("dropped = %d, %v", n, err)
 			}
 		})
+	}
+}
+
+// TestUpgradeKeepsMCPTasks opens testdata/upgrade/mcp-v2.db, a store that
+// the code of version 2 wrote (main at abc0cfb: mcp-v1.db opened, five
+// messages pushed to bob under a bound of three, two to carol under a byte
+// bound, three MCP tasks created and updated, one completed with its
+// result), with today's code. Every message of every account, in order,
+// every drop count and every task, its hash now 32 bytes, are what the file
+// held, read with plain SQL before the upgrade; and the file was backed up
+// first.
+func TestUpgradeKeepsMCPTasks(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "mcp.db")
+	copyFile(t, "testdata/upgrade/mcp-v2.db", path)
+	if v := userVersionOf(t, path); v != 2 {
+		t.Fatalf("fixture user_version = %d, want 2", v)
+	}
+	type msg struct{ account, id, body string }
+	type taskRow struct {
+		id, owner, account, hash, status, state string
+		revision                                int64
+		result                                  sql.NullString
+	}
+	var msgs []msg
+	drops := map[string]int64{}
+	var tasks []taskRow
+	raw, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := raw.Query("SELECT account, id, json_extract(message, '$.Body') FROM message ORDER BY account, seq")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var m msg
+		if err := rows.Scan(&m.account, &m.id, &m.body); err != nil {
+			t.Fatal(err)
+		}
+		msgs = append(msgs, m)
+	}
+	rows.Close()
+	rows, err = raw.Query("SELECT account, count FROM dropped")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var a string
+		var n int64
+		if err := rows.Scan(&a, &n); err != nil {
+			t.Fatal(err)
+		}
+		drops[a] = n
+	}
+	rows.Close()
+	rows, err = raw.Query("SELECT id, owner, account, hash, status, xmpp_state, revision, result FROM mcp_task ORDER BY id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var r taskRow
+		if err := rows.Scan(&r.id, &r.owner, &r.account, &r.hash, &r.status, &r.state, &r.revision, &r.result); err != nil {
+			t.Fatal(err)
+		}
+		tasks = append(tasks, r)
+	}
+	rows.Close()
+	raw.Close()
+	// What the fixture was written with, so that an emptied file fails.
+	if len(msgs) != 6 || len(tasks) != 3 || drops["alice@example.com"] != 3 || drops["bob@example.com"] != 2 || drops["carol@example.com"] != 1 {
+		t.Fatalf("fixture holds %d messages, %d tasks, drops %v", len(msgs), len(tasks), drops)
+	}
+
+	s, err := mcpserver.OpenStore(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// The tasks are retained until 2100; the clock is the fixture's.
+	s.Now = func() time.Time { return time.UnixMilli(1_800_000_000_000) }
+	var got []msg
+	for _, a := range []string{"alice@example.com", "bob@example.com", "carol@example.com"} {
+		l, err := s.List(ctx, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range l {
+			got = append(got, msg{a, m.ID, m.Message.Body})
+		}
+		if n, err := s.Dropped(ctx, a); err != nil || n != drops[a] {
+			t.Errorf("%s: dropped = %d, %v; the file held %d", a, n, err, drops[a])
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(msgs) {
+		t.Errorf("messages after the upgrade:\n%v\nthe file held:\n%v", got, msgs)
+	}
+	for _, want := range tasks {
+		r, err := s.Task(ctx, want.account, want.owner, want.id)
+		if err != nil {
+			t.Errorf("task %s: %v", want.id, err)
+			continue
+		}
+		if r.Hash.Base64() != want.hash || r.Status != want.status || r.XMPPState != want.state || r.Revision != want.revision ||
+			string(r.Result) != want.result.String || (r.Result == nil) == want.result.Valid {
+			t.Errorf("task %s = %+v, the file held %+v", want.id, r, want)
+		}
+	}
+	if u, err := s.UnsettledTasks(ctx, "alice@example.com"); err != nil || len(u) != 1 || u[0].ID != "mcptask-working" {
+		t.Errorf("alice's unsettled tasks = %+v, %v", u, err)
+	}
+	if v := userVersionOf(t, path); v <= 2 {
+		t.Errorf("user_version after the upgrade = %d", v)
+	}
+	// The copy taken before the migration is the version-2 file.
+	backups, _ := filepath.Glob(path + ".pre-*")
+	if len(backups) != 1 || userVersionOf(t, backups[0]) != 2 || s.Migrated().Backup != backups[0] || s.Migrated().From != 2 {
+		t.Errorf("backups %v, want one of version 2; Migrated = %+v", backups, s.Migrated())
 	}
 }
 

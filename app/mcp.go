@@ -30,6 +30,9 @@ func StartMCP(ctx context.Context, cfg *config.MCPServer, accounts []config.MCPA
 	if err != nil {
 		return nil, err
 	}
+	if m := store.Migrated(); m.Backup != "" {
+		log.Info("mcp store migrated", "path", cfg.Database, "from_schema", m.From, "to_schema", m.To, "backup", m.Backup)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	m := &MCP{Servers: map[string]*mcpserver.Server{}, store: store, cancel: cancel}
 	var projected []mcpserver.AgentProjection

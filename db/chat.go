@@ -10,55 +10,6 @@ import (
 	"time"
 )
 
-// chatMigration creates the state of the Human Messaging profile (package
-// chat): who wrote to an endpoint and whether a bounce stopped it writing
-// back (consent and XEP-0191), the messages an endpoint sends until they
-// are sent (the outbox), and the messages that wait for an endpoint's MCP
-// clients (the queue). None of it is a task: chats never touch the task
-// tables. schema.sql holds the same tables.
-const chatMigration = `
-CREATE TABLE chat_contact (
-	endpoint_jid TEXT    NOT NULL CHECK (endpoint_jid <> ''),
-	peer         TEXT    NOT NULL CHECK (peer <> ''),
-	handle       TEXT    NOT NULL UNIQUE CHECK (handle <> ''),
-	last_inbound INTEGER NOT NULL,
-	blocked      INTEGER NOT NULL CHECK (blocked IN (0, 1)),
-	PRIMARY KEY (endpoint_jid, peer)
-) STRICT, WITHOUT ROWID;
-
-CREATE TABLE chat_outbox (
-	seq          INTEGER PRIMARY KEY,
-	endpoint_jid TEXT    NOT NULL CHECK (endpoint_jid <> ''),
-	recipient    TEXT    NOT NULL CHECK (recipient <> ''),
-	peer         TEXT    NOT NULL CHECK (peer <> ''),
-	origin_id    TEXT    NOT NULL UNIQUE CHECK (origin_id <> ''),
-	type         TEXT    NOT NULL,
-	body         TEXT    NOT NULL,
-	lang         TEXT    NOT NULL,
-	reply_to     TEXT    NOT NULL,
-	reply_id     TEXT    NOT NULL,
-	created_at   INTEGER NOT NULL
-) STRICT;
-
-CREATE TABLE chat_queue (
-	seq          INTEGER PRIMARY KEY,
-	endpoint_jid TEXT    NOT NULL CHECK (endpoint_jid <> ''),
-	id           TEXT    NOT NULL UNIQUE CHECK (id <> ''),
-	sender       TEXT    NOT NULL CHECK (sender <> ''),
-	recipient    TEXT    NOT NULL,
-	type         TEXT    NOT NULL,
-	body         TEXT    NOT NULL,
-	subject      TEXT    NOT NULL,
-	thread       TEXT    NOT NULL,
-	parent       TEXT    NOT NULL,
-	lang         TEXT    NOT NULL,
-	stanza_id    TEXT    NOT NULL,
-	received_at  INTEGER NOT NULL
-) STRICT;
-
-CREATE INDEX chat_queue_endpoint ON chat_queue (endpoint_jid, seq);
-`
-
 // Why an endpoint may not write to someone (ChatConsent).
 var (
 	// ErrChatNoConsent: the peer has not written to the endpoint within

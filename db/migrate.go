@@ -369,6 +369,55 @@ BEGIN
 END;
 `
 
+// chatMigration creates the state of the Human Messaging profile (package
+// chat): who wrote to an endpoint and whether a bounce stopped it writing
+// back (consent and XEP-0191), the messages an endpoint sends until they
+// are sent (the outbox), and the messages that wait for an endpoint's MCP
+// clients (the queue). None of it is a task: chats never touch the task
+// tables. schema.sql holds the same tables; once shipped, never edit this.
+const chatMigration = `
+CREATE TABLE chat_contact (
+	endpoint_jid TEXT    NOT NULL CHECK (endpoint_jid <> ''),
+	peer         TEXT    NOT NULL CHECK (peer <> ''),
+	handle       TEXT    NOT NULL UNIQUE CHECK (handle <> ''),
+	last_inbound INTEGER NOT NULL,
+	blocked      INTEGER NOT NULL CHECK (blocked IN (0, 1)),
+	PRIMARY KEY (endpoint_jid, peer)
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE chat_outbox (
+	seq          INTEGER PRIMARY KEY,
+	endpoint_jid TEXT    NOT NULL CHECK (endpoint_jid <> ''),
+	recipient    TEXT    NOT NULL CHECK (recipient <> ''),
+	peer         TEXT    NOT NULL CHECK (peer <> ''),
+	origin_id    TEXT    NOT NULL UNIQUE CHECK (origin_id <> ''),
+	type         TEXT    NOT NULL,
+	body         TEXT    NOT NULL,
+	lang         TEXT    NOT NULL,
+	reply_to     TEXT    NOT NULL,
+	reply_id     TEXT    NOT NULL,
+	created_at   INTEGER NOT NULL
+) STRICT;
+
+CREATE TABLE chat_queue (
+	seq          INTEGER PRIMARY KEY,
+	endpoint_jid TEXT    NOT NULL CHECK (endpoint_jid <> ''),
+	id           TEXT    NOT NULL UNIQUE CHECK (id <> ''),
+	sender       TEXT    NOT NULL CHECK (sender <> ''),
+	recipient    TEXT    NOT NULL,
+	type         TEXT    NOT NULL,
+	body         TEXT    NOT NULL,
+	subject      TEXT    NOT NULL,
+	thread       TEXT    NOT NULL,
+	parent       TEXT    NOT NULL,
+	lang         TEXT    NOT NULL,
+	stanza_id    TEXT    NOT NULL,
+	received_at  INTEGER NOT NULL
+) STRICT;
+
+CREATE INDEX chat_queue_endpoint ON chat_queue (endpoint_jid, seq);
+`
+
 // Migration says what Open did to a database's schema. From equals To when
 // the schema was already current; From is 0 for a new file.
 type Migration struct {
@@ -383,64 +432,98 @@ type Migration struct {
 // then <db>.pre-N.1 up to <db>.pre-N.<maxBackupSuffix>.
 const maxBackupSuffix = 99
 
-// migrate brings the database at path, behind writer, to len(migrations).
-// It holds the write lock from the moment it reads user_version, so two
-// processes opening the same new file cannot both create the schema.
+// Schema is one SQLite database's schema, as the one migration runner
+// (Schema.Migrate) keeps it: the gateway's (schema.sql and migrations
+// above) and the store of `agentgw mcp` (mcpserver/store.go) follow the
+// same rules.
+type Schema struct {
+	// Name names the database in errors ("db", "mcp store").
+	Name string
+	// Create is the current schema, run on an empty file (version 0).
+	Create string
+	// Migrations[i] turns version i into version i+1, and len(Migrations)
+	// is the version this binary writes (PRAGMA user_version). The list is
+	// append-only; never edit an entry that has shipped. Entry 0 is never
+	// run (version 0 gets Create), so it is "".
+	Migrations []string
+}
+
+// gatewaySchema is the gateway's database.
+var gatewaySchema = Schema{Name: "db", Create: schema, Migrations: migrations}
+
+// migrate brings the gateway's database at path, behind writer, to
+// len(migrations).
+func migrate(ctx context.Context, writer *sql.DB, path string) (Migration, error) {
+	return gatewaySchema.Migrate(ctx, writer, path)
+}
+
+// Version is the schema version this binary writes.
+func (s Schema) Version() int { return len(s.Migrations) }
+
+// Migrate brings the database at path, behind writer, to s.Version(). It
+// holds the write lock from the moment it reads user_version (writer must
+// begin its transactions IMMEDIATE and hold one connection), so two
+// processes opening the same new file cannot both create the schema. A
+// database of a newer version is refused, with both versions in the error.
 //
 // Before it changes an existing schema it backs the database up, as
 // `agentgw backup` would, to path.pre-<the new version> (or the first of
 // path.pre-<version>.1, .2, … that does not exist, since an earlier copy may
 // hold older data): the backup reads the committed, unmigrated state, which
 // the write lock keeps unchanged. A failed backup stops the migration.
-func migrate(ctx context.Context, writer *sql.DB, path string) (Migration, error) {
+func (s Schema) Migrate(ctx context.Context, writer *sql.DB, path string) (Migration, error) {
+	if len(s.Migrations) == 0 || s.Migrations[0] != "" {
+		// A programming error: the convention is the same for every schema.
+		panic(s.Name + ": migrations[0] must be \"\" (version 0 is an empty file, which gets Create)")
+	}
 	tx, err := writer.BeginTx(ctx, nil)
 	if err != nil {
-		return Migration{}, fmt.Errorf("db: migrate: %w", err)
+		return Migration{}, fmt.Errorf("%s: migrate: %w", s.Name, err)
 	}
 	defer tx.Rollback()
 
 	var version int
 	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
-		return Migration{}, fmt.Errorf("db: migrate: read schema version: %w", err)
+		return Migration{}, fmt.Errorf("%s: migrate: read schema version: %w", s.Name, err)
 	}
-	current := len(migrations)
+	current := s.Version()
 	done := Migration{From: version, To: current}
 	switch {
 	case version == current:
 		return done, nil
 	case version > current:
-		return Migration{}, fmt.Errorf("db: database schema version %d is newer than this binary supports (%d)", version, current)
+		return Migration{}, fmt.Errorf("%s: database schema version %d is newer than this binary supports (%d)", s.Name, version, current)
 	case version == 0:
-		if _, err := tx.ExecContext(ctx, schema); err != nil {
-			return Migration{}, fmt.Errorf("db: migrate: create schema: %w", err)
+		if _, err := tx.ExecContext(ctx, s.Create); err != nil {
+			return Migration{}, fmt.Errorf("%s: migrate: create schema: %w", s.Name, err)
 		}
 	default:
-		if done.Backup, err = preMigrationBackup(ctx, path, current); err != nil {
+		if done.Backup, err = preMigrationBackup(ctx, s.Name, path, current); err != nil {
 			return Migration{}, err
 		}
 		for i := version; i < current; i++ {
-			if _, err := tx.ExecContext(ctx, migrations[i]); err != nil {
-				return Migration{}, fmt.Errorf("db: migrate: schema version %d to %d: %w (the database is unchanged; a copy is at %s)", i, i+1, err, done.Backup)
+			if _, err := tx.ExecContext(ctx, s.Migrations[i]); err != nil {
+				return Migration{}, fmt.Errorf("%s: migrate: schema version %d to %d: %w (the database is unchanged; a copy is at %s)", s.Name, i, i+1, err, done.Backup)
 			}
 		}
-		if err := checkForeignKeys(ctx, tx); err != nil {
+		if err := checkForeignKeys(ctx, s.Name, tx); err != nil {
 			return Migration{}, err
 		}
 	}
 
 	// PRAGMA takes no bound parameters; current is our own integer.
 	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", current)); err != nil {
-		return Migration{}, fmt.Errorf("db: migrate: set schema version: %w", err)
+		return Migration{}, fmt.Errorf("%s: migrate: set schema version: %w", s.Name, err)
 	}
 	if err := tx.Commit(); err != nil {
-		return Migration{}, fmt.Errorf("db: migrate: %w", err)
+		return Migration{}, fmt.Errorf("%s: migrate: %w", s.Name, err)
 	}
 	return done, nil
 }
 
 // preMigrationBackup copies the database at path before its migration to
 // schema version to, and returns the copy's name.
-func preMigrationBackup(ctx context.Context, path string, to int) (string, error) {
+func preMigrationBackup(ctx context.Context, name, path string, to int) (string, error) {
 	base := fmt.Sprintf("%s.pre-%d", path, to)
 	for n := 0; n <= maxBackupSuffix; n++ {
 		dest := base
@@ -450,21 +533,21 @@ func preMigrationBackup(ctx context.Context, path string, to int) (string, error
 		if _, err := os.Lstat(dest); err == nil {
 			continue
 		} else if !errors.Is(err, os.ErrNotExist) {
-			return "", fmt.Errorf("db: migrate: backup: %w", err)
+			return "", fmt.Errorf("%s: migrate: backup: %w", name, err)
 		}
 		if err := backupFile(ctx, path, dest); err != nil {
-			return "", fmt.Errorf("db: migrate: backup before schema version %d: %w", to, err)
+			return "", fmt.Errorf("%s: migrate: backup before schema version %d: %w", name, to, err)
 		}
 		return dest, nil
 	}
-	return "", fmt.Errorf("db: migrate: backup: %s and %s.1 to .%d all exist: move old backups away", base, base, maxBackupSuffix)
+	return "", fmt.Errorf("%s: migrate: backup: %s and %s.1 to .%d all exist: move old backups away", name, base, base, maxBackupSuffix)
 }
 
 // checkForeignKeys fails if the migrated data violates a foreign key.
-func checkForeignKeys(ctx context.Context, tx *sql.Tx) error {
+func checkForeignKeys(ctx context.Context, name string, tx *sql.Tx) error {
 	rows, err := tx.QueryContext(ctx, "PRAGMA foreign_key_check")
 	if err != nil {
-		return fmt.Errorf("db: migrate: foreign key check: %w", err)
+		return fmt.Errorf("%s: migrate: foreign key check: %w", name, err)
 	}
 	defer rows.Close()
 	if rows.Next() {
@@ -473,12 +556,12 @@ func checkForeignKeys(ctx context.Context, tx *sql.Tx) error {
 		var parent string
 		var fkid int
 		if err := rows.Scan(&table, &rowid, &parent, &fkid); err != nil {
-			return fmt.Errorf("db: migrate: foreign key check: %w", err)
+			return fmt.Errorf("%s: migrate: foreign key check: %w", name, err)
 		}
-		return fmt.Errorf("db: migrate: foreign key violation in table %s referencing %s", table, parent)
+		return fmt.Errorf("%s: migrate: foreign key violation in table %s referencing %s", name, table, parent)
 	}
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("db: migrate: foreign key check: %w", err)
+		return fmt.Errorf("%s: migrate: foreign key check: %w", name, err)
 	}
 	return nil
 }

@@ -2,16 +2,14 @@ package gateway
 
 import (
 	"errors"
+	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
 	"agentgw/db"
 	"agentgw/metrics"
-	"agentgw/ping"
-	"agentgw/search"
 	"agentgw/surface"
-
-	"mellium.im/xmpp/stanza"
 )
 
 // The lean path for hot reads. Disco#info and #items (the gateway, the
@@ -30,13 +28,36 @@ import (
 // (traceConn), after which the stream is dropped; a server that stops
 // reading stalls every sender alike.
 
-// fastIQs are the requests tried on the read loop.
-var fastIQs = map[iqKey]bool{
-	{stanza.GetIQ, nameDiscoInfo}:  true,
-	{stanza.GetIQ, nameDiscoItems}: true,
-	{stanza.GetIQ, search.Name}:    true,
-	{stanza.SetIQ, search.Name}:    true,
-	{stanza.GetIQ, ping.Name}:      true,
+// fastIQs are the requests tried on the read loop: every IQ of the
+// surfaces marked fromMemory in surfaces.go.
+var fastIQs = memoryReads(surfaces)
+
+// memoryReads is the IQs of list's fromMemory surfaces, at the gateway JID
+// and at endpoints alike. The read loop looks an IQ up by type and payload
+// before it picks the table that routes it, so a key that one surface
+// answers from memory and another routes to a worker panics.
+func memoryReads(list []protocol) map[iqKey]bool {
+	fromMemory := map[iqKey]bool{}
+	for _, p := range list {
+		for _, r := range append(slices.Clip(p.gateway), p.endpoint...) {
+			k := iqKey{r.typ, r.name}
+			if prev, ok := fromMemory[k]; ok && prev != p.fromMemory {
+				panic(fmt.Sprintf("gateway: IQ %s {%s}%s is answered from memory by one surface and by a worker in another (%s)",
+					r.typ, r.name.Space, r.name.Local, p.name))
+			}
+			fromMemory[k] = p.fromMemory
+		}
+	}
+	// A map of its own, filled with the hot reads only: deleting the
+	// others from fromMemory would leave tombstones that every lookup of
+	// a worker's IQ (a miss) probes past.
+	fast := map[iqKey]bool{}
+	for k, ok := range fromMemory {
+		if ok {
+			fast[k] = true
+		}
+	}
+	return fast
 }
 
 // fastAnswers counts the requests answered on the read loop (tests).

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/xml"
 	"fmt"
+	"slices"
 
 	"agentgw/adhoc"
+	"agentgw/metrics"
 	"agentgw/policy"
 	"agentgw/surface"
 	"agentgw/wire"
@@ -37,6 +39,15 @@ type protocol struct {
 	// policy in force, computed for every disco#info so that they follow
 	// a SIGHUP reload as the handlers do.
 	policyFeatures func(*policy.Policy) []string
+	// fromMemory marks a surface whose IQs are all hot reads the store
+	// can answer from memory: the read loop tries each itself before a
+	// worker (fastIQs, fastpath.go). A handler of such a surface must fail
+	// with db.ErrWouldBlock before any work it cannot do from memory.
+	fromMemory bool
+	// kinds is the metrics label (the kind of agentgw_iq_requests_total,
+	// a contract listed in docs/deploy.md) of each payload namespace the
+	// surface routes. Every namespace routed needs one (iqKinds panics).
+	kinds map[string]string
 }
 
 // iqRoute is one IQ a surface answers: the IQ type, the payload's name,
@@ -94,6 +105,41 @@ func routeTable(list []protocol, at string, pick func(protocol) ([]iqRoute, []st
 		fs = append(fs, f)
 	}
 	return table, features(fs...)
+}
+
+func init() {
+	for ns, kind := range iqKinds(surfaces) {
+		metrics.RegisterIQKind(ns, kind)
+	}
+}
+
+// iqKinds is the metrics label of every payload namespace list routes,
+// from each surface's kinds. A namespace routed without a label, a label
+// for a namespace its surface does not route, and a namespace labelled by
+// two surfaces are programming errors: they panic, at start, so that the
+// table is the one list an IQ joins.
+func iqKinds(list []protocol) map[string]string {
+	kinds := map[string]string{}
+	owner := map[string]string{}
+	for _, p := range list {
+		routed := map[string]bool{}
+		for _, r := range append(slices.Clip(p.gateway), p.endpoint...) {
+			routed[r.name.Space] = true
+			if _, ok := p.kinds[r.name.Space]; !ok {
+				panic(fmt.Sprintf("gateway: %s routes {%s}%s but gives its namespace no metrics kind", p.name, r.name.Space, r.name.Local))
+			}
+		}
+		for ns, kind := range p.kinds {
+			if !routed[ns] {
+				panic(fmt.Sprintf("gateway: %s labels namespace %s (%s) but routes nothing in it", p.name, ns, kind))
+			}
+			if prev, dup := owner[ns]; dup {
+				panic(fmt.Sprintf("gateway: namespace %s labelled by %s and by %s", ns, prev, p.name))
+			}
+			owner[ns], kinds[ns] = p.name, kind
+		}
+	}
+	return kinds
 }
 
 // route answers one IQ get or set addressed to the gateway domain or to an

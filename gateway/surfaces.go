@@ -22,7 +22,10 @@ import (
 //
 // New panics on a route listed twice and on features listed where their
 // surface routes nothing (routeTable), so what is advertised is derived
-// from what is routed. Some features depend on the request and are added
+// from what is routed. The read loop's hot reads (fastIQs) are the IQs of
+// the surfaces marked fromMemory, and the metrics label of each namespace
+// is its surface's kinds (iqKinds, registered with metrics at init): an IQ
+// added here joins no other list. Some features depend on the request and are added
 // per disco#info by the handlers: an endpoint's task features, only with a
 // runtime (taskEndpointFeatures, and taskToolFeatures for tool nodes), its
 // command feature, only where the requester may run one
@@ -41,12 +44,16 @@ var surfaces = []protocol{{
 	},
 	gatewayFeatures:  directory.GatewayFeatures,
 	endpointFeatures: directory.EndpointFeatures,
+	fromMemory:       true,
+	kinds:            map[string]string{nameDiscoInfo.Space: "disco_info", nameDiscoItems.Space: "disco_items"},
 }, {
 	name:             "XEP-0199 ping (package ping)",
 	gateway:          []iqRoute{{stanza.GetIQ, ping.Name, gatewayPing}},
 	endpoint:         []iqRoute{{stanza.GetIQ, ping.Name, endpointPing}},
 	gatewayFeatures:  ping.Features,
 	endpointFeatures: ping.Features,
+	fromMemory:       true,
+	kinds:            map[string]string{ping.NS: "ping"},
 }, {
 	// Every tool an endpoint offers is a command run as a durable task; at
 	// the gateway, "Find agents" and the admins' provisioning commands.
@@ -54,6 +61,7 @@ var surfaces = []protocol{{
 	gateway:         []iqRoute{{stanza.SetIQ, adhoc.Name, gatewayCommand}},
 	endpoint:        []iqRoute{{stanza.SetIQ, adhoc.Name, endpointCommand}},
 	gatewayFeatures: adhoc.GatewayFeatures,
+	kinds:           map[string]string{adhoc.NS: "commands"},
 }, {
 	// Provisioning and self-registration at the gateway, whose #admin and
 	// #self-register features depend on the policy; manifest and schema
@@ -73,6 +81,7 @@ var surfaces = []protocol{{
 	},
 	endpointFeatures: api.EndpointFeatures,
 	policyFeatures:   api.GatewayFeatures,
+	kinds:            map[string]string{api.NS: "agent_api"},
 }, {
 	// Gets only, at endpoints: the gateway JID has no profile, and
 	// profiles come from manifests, never from a set.
@@ -82,6 +91,7 @@ var surfaces = []protocol{{
 		{stanza.GetIQ, legacy.NameVCard4, endpointVCard4},
 	},
 	endpointFeatures: legacy.VCardFeatures,
+	kinds:            map[string]string{legacy.NSVCardTemp: "vcard", legacy.NSVCard4: "vcard4"},
 }, {
 	// At the gateway JID only: a search at an endpoint is not routed.
 	name: "XEP-0055 Jabber Search (package search, route_search.go)",
@@ -90,6 +100,8 @@ var surfaces = []protocol{{
 		{stanza.SetIQ, search.Name, searchSubmit},
 	},
 	gatewayFeatures: search.Features,
+	fromMemory:      true,
+	kinds:           map[string]string{search.NS: "search"},
 }, {
 	// Invocation, recovery, input and cancellation at endpoints; without
 	// an attached task service every one is <service-unavailable/>, like
@@ -102,4 +114,5 @@ var surfaces = []protocol{{
 		{stanza.SetIQ, task.NameProvideInput, taskCall((*taskd.Service).ProvideInput)},
 		{stanza.SetIQ, task.NameCancel, taskCall((*taskd.Service).Cancel)},
 	},
+	kinds: map[string]string{task.NS: "agent_task"},
 }}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -12,9 +13,11 @@ import (
 	"strings"
 	"time"
 
+	"agentgw/db"
 	"agentgw/internal/privfile"
+	"agentgw/wire"
 
-	_ "modernc.org/sqlite" // the "sqlite" driver
+	"modernc.org/sqlite"
 )
 
 // storeDSN is the query string of the store's one connection: WAL with
@@ -23,8 +26,78 @@ import (
 // process on the same file; immediate write transactions.
 const storeDSN = "_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_txlock=immediate"
 
-// storeSchema is schema version 1 (PRAGMA user_version).
-const storeSchema = `
+// storeSchema is the schema of the store, kept by db's migration runner under
+// db's rules: Create is the current schema, run on an empty file;
+// storeMigrations[i] turns version i into i+1 (PRAGMA user_version),
+// append-only, and entry 0 is never run. Every table of this database is
+// created here and nowhere else. To change it: edit storeCreate, append the
+// migration, and add a file the previous version wrote to testdata/upgrade
+// (mcp-vN.db) with a test that opens it.
+var storeSchema = db.Schema{Name: "mcp store", Create: storeCreate, Migrations: storeMigrations}
+
+// storeMigrations: the shipped ones are frozen, never edit them.
+var storeMigrations = []string{
+	"", // 0 → 1: the queue, created by storeCreate
+	// 1 → 2: the MCP tasks of agent calls (taskstore.go).
+	`CREATE TABLE mcp_task (
+		id           TEXT    PRIMARY KEY CHECK (id <> ''),
+		owner        TEXT    NOT NULL CHECK (owner <> ''),
+		account      TEXT    NOT NULL,
+		endpoint     TEXT    NOT NULL,
+		xmpp_task_id TEXT    NOT NULL,
+		request_id   TEXT    NOT NULL,
+		version      TEXT    NOT NULL,
+		hash         TEXT    NOT NULL,
+		tool         TEXT    NOT NULL,
+		status       TEXT    NOT NULL,
+		xmpp_state   TEXT    NOT NULL,
+		revision     INTEGER NOT NULL,
+		created_at   INTEGER NOT NULL,
+		updated_at   INTEGER NOT NULL,
+		retain_until INTEGER NOT NULL,
+		ttl_ms       INTEGER NOT NULL,
+		result       TEXT
+	) STRICT;
+	CREATE INDEX mcp_task_by_owner ON mcp_task (owner, created_at);`,
+	// 2 → 3: a task's manifest hash as its 32 bytes, as db/ keeps hashes.
+	taskHashMigration,
+}
+
+// taskHashMigration turns version 2 into version 3: mcp_task rebuilt with
+// hash a 32-byte BLOB, decoded from the Base64 stored before. A hash that
+// does not decode fails the migration, which leaves the file unchanged.
+const taskHashMigration = `
+CREATE TABLE mcp_task_v3 (
+	id           TEXT    PRIMARY KEY CHECK (id <> ''),
+	owner        TEXT    NOT NULL CHECK (owner <> ''),
+	account      TEXT    NOT NULL,
+	endpoint     TEXT    NOT NULL,
+	xmpp_task_id TEXT    NOT NULL,
+	request_id   TEXT    NOT NULL,
+	version      TEXT    NOT NULL,
+	hash         BLOB    NOT NULL CHECK (length(hash) = 32),
+	tool         TEXT    NOT NULL,
+	status       TEXT    NOT NULL,
+	xmpp_state   TEXT    NOT NULL,
+	revision     INTEGER NOT NULL,
+	created_at   INTEGER NOT NULL,
+	updated_at   INTEGER NOT NULL,
+	retain_until INTEGER NOT NULL,
+	ttl_ms       INTEGER NOT NULL,
+	result       TEXT
+) STRICT;
+INSERT INTO mcp_task_v3 SELECT id, owner, account, endpoint, xmpp_task_id, request_id, version,
+	agentgw_hash_from_base64(hash), tool, status, xmpp_state, revision, created_at, updated_at,
+	retain_until, ttl_ms, result FROM mcp_task;
+DROP TABLE mcp_task;
+ALTER TABLE mcp_task_v3 RENAME TO mcp_task;
+CREATE INDEX mcp_task_by_owner ON mcp_task (owner, created_at);
+`
+
+// storeCreate is the current schema (version len(storeMigrations)): the
+// tables the migrations above make, as they make them
+// (TestStoreCreateMatchesMigrations).
+const storeCreate = `
 CREATE TABLE message (
 	seq         INTEGER PRIMARY KEY AUTOINCREMENT,
 	account     TEXT    NOT NULL CHECK (account <> ''),
@@ -37,11 +110,50 @@ CREATE TABLE dropped (
 	account TEXT    PRIMARY KEY,
 	count   INTEGER NOT NULL
 ) STRICT;
+-- The MCP tasks of agent calls (docs/mcp.md, "MCP Tasks"), each bound to
+-- its owner (the caller) and to the XMPP task behind it, so that tasks/get
+-- and tasks/result work after a restart.
+CREATE TABLE mcp_task (
+	id           TEXT    PRIMARY KEY CHECK (id <> ''),
+	owner        TEXT    NOT NULL CHECK (owner <> ''),
+	account      TEXT    NOT NULL,
+	endpoint     TEXT    NOT NULL,
+	xmpp_task_id TEXT    NOT NULL,
+	request_id   TEXT    NOT NULL,
+	version      TEXT    NOT NULL,
+	hash         BLOB    NOT NULL CHECK (length(hash) = 32),
+	tool         TEXT    NOT NULL,
+	status       TEXT    NOT NULL,
+	xmpp_state   TEXT    NOT NULL,
+	revision     INTEGER NOT NULL,
+	created_at   INTEGER NOT NULL,
+	updated_at   INTEGER NOT NULL,
+	retain_until INTEGER NOT NULL,
+	ttl_ms       INTEGER NOT NULL,
+	result       TEXT
+) STRICT;
+CREATE INDEX mcp_task_by_owner ON mcp_task (owner, created_at);
 `
 
-// storeMigrations upgrade version i to i+1 (append-only); entry 0 is the
-// schema itself, run on an empty file.
-var storeMigrations = []string{storeSchema, taskSchema}
+// sqlFuncHashFromBase64 is the SQL function taskHashMigration calls:
+// agentgw_hash_from_base64(text) is the 32 bytes the padded standard
+// Base64 text encodes, or an error.
+const sqlFuncHashFromBase64 = "agentgw_hash_from_base64"
+
+func init() {
+	sqlite.MustRegisterDeterministicScalarFunction(sqlFuncHashFromBase64, 1,
+		func(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
+			s, ok := args[0].(string)
+			if !ok {
+				return nil, fmt.Errorf("%s: not a text", sqlFuncHashFromBase64)
+			}
+			h, err := wire.ParseHashBase64(s)
+			if err != nil {
+				return nil, fmt.Errorf("%s(%q): %w", sqlFuncHashFromBase64, s, err)
+			}
+			return h[:], nil
+		})
+}
 
 // ErrNotFound is returned for an unknown message id.
 var ErrNotFound = errors.New("mcpserver: no such message")
@@ -51,6 +163,8 @@ var ErrNotFound = errors.New("mcpserver: no such message")
 // one transaction.
 type Store struct {
 	db *sql.DB
+	// migration is what OpenStore did to the schema.
+	migration db.Migration
 	// Now is the clock; tests may replace it.
 	Now func() time.Time
 }
@@ -74,42 +188,22 @@ func OpenStore(ctx context.Context, path string) (*Store, error) {
 	if err := privfile.Database(path); err != nil {
 		return nil, fmt.Errorf("open message store: %w", err)
 	}
-	db, err := sql.Open("sqlite", path+"?"+storeDSN)
+	sqldb, err := sql.Open("sqlite", path+"?"+storeDSN)
 	if err != nil {
 		return nil, fmt.Errorf("open message store: %w", err)
 	}
-	db.SetMaxOpenConns(1)
-	s := &Store{db: db, Now: time.Now}
-	if err := s.migrate(ctx); err != nil {
-		db.Close()
+	sqldb.SetMaxOpenConns(1)
+	s := &Store{db: sqldb, Now: time.Now}
+	if s.migration, err = storeSchema.Migrate(ctx, sqldb, path); err != nil {
+		sqldb.Close()
 		return nil, fmt.Errorf("open message store %s: %w", path, err)
 	}
 	return s, nil
 }
 
-func (s *Store) migrate(ctx context.Context) error {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	var v int
-	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
-		return err
-	}
-	if v > len(storeMigrations) {
-		return fmt.Errorf("schema version %d is newer than this binary's %d", v, len(storeMigrations))
-	}
-	for ; v < len(storeMigrations); v++ {
-		if _, err := tx.ExecContext(ctx, storeMigrations[v]); err != nil {
-			return fmt.Errorf("migrate to %d: %w", v+1, err)
-		}
-	}
-	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", v)); err != nil {
-		return err
-	}
-	return tx.Commit()
-}
+// Migrated says what OpenStore did to the schema: Backup names the copy
+// taken before an existing store was migrated.
+func (s *Store) Migrated() db.Migration { return s.migration }
 
 // Close closes the database.
 func (s *Store) Close() error { return s.db.Close() }

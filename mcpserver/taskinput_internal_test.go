@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"agentgw/internal/testwait"
+	"agentgw/wire"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -42,7 +43,7 @@ func unsettledTask(t *testing.T, s *Server, owner string) string {
 	t.Helper()
 	now := s.store.Now()
 	rec := TaskRecord{ID: newTaskID(), Owner: owner, Account: s.acct.JID().String(), Endpoint: "demo@agents.example",
-		XMPPTaskID: "x", RequestID: "r", Version: "1", Hash: "h", Tool: "ask", Status: "input_required", XMPPState: "input_required",
+		XMPPTaskID: "x", RequestID: "r", Version: "1", Hash: wire.Hash{1}, Tool: "ask", Status: "input_required", XMPPState: "input_required",
 		Created: now, Updated: now, RetainUntil: now.Add(time.Hour), TTL: time.Hour}
 	if err := s.store.CreateTask(context.Background(), rec); err != nil {
 		t.Fatal(err)

@@ -12,7 +12,6 @@ import (
 
 	"agentgw/agentclient"
 	"agentgw/task"
-	"agentgw/wire"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -361,7 +360,7 @@ func (s *Server) taskCall(owner string, req *jsonrpc.Request) (res any, id strin
 		rec = TaskRecord{
 			ID: newTaskID(), Owner: owner, Account: s.acct.JID().String(),
 			Endpoint: pin.Endpoint.String(), XMPPTaskID: acc.TaskID, RequestID: requestID,
-			Version: pin.Version, Hash: pin.HashB64(), Tool: pc.tool,
+			Version: pin.Version, Hash: pin.Hash, Tool: pc.tool,
 			Status: "working", XMPPState: string(task.StateAccepted),
 			Created: now, Updated: now, RetainUntil: acc.RetainUntil,
 		}
@@ -383,8 +382,7 @@ func (s *Server) taskCall(owner string, req *jsonrpc.Request) (res any, id strin
 // pin rebuilds the pin of a stored task.
 func pin(rec TaskRecord) *agentclient.Pin {
 	ep, _ := jid.Parse(rec.Endpoint)
-	h, _ := wire.ParseHashBase64(rec.Hash)
-	return agentclient.PinFlags(ep, rec.Version, h)
+	return agentclient.PinFlags(ep, rec.Version, rec.Hash)
 }
 
 func newTaskID() string { return randomID("mcptask-") }
@@ -416,7 +414,7 @@ func (s *Server) taskObject(r TaskRecord) map[string]any {
 func xmppMeta(r TaskRecord) map[string]any {
 	return map[string]any{
 		"endpoint": r.Endpoint, "taskId": r.XMPPTaskID, "requestId": r.RequestID, "revision": r.Revision,
-		"state": r.XMPPState, "retainUntil": r.RetainUntil.UTC().Format(time.RFC3339), "version": r.Version, "hash": r.Hash,
+		"state": r.XMPPState, "retainUntil": r.RetainUntil.UTC().Format(time.RFC3339), "version": r.Version, "hash": r.Hash.Base64(),
 	}
 }
 

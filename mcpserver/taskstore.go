@@ -7,33 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"time"
-)
 
-// taskSchema is schema version 2: the MCP tasks of agent calls (docs/mcp.md,
-// "MCP Tasks"), each bound to its owner (the caller) and to the XMPP task
-// behind it, so that tasks/get and tasks/result work after a restart.
-const taskSchema = `
-CREATE TABLE mcp_task (
-	id           TEXT    PRIMARY KEY CHECK (id <> ''),
-	owner        TEXT    NOT NULL CHECK (owner <> ''),
-	account      TEXT    NOT NULL,
-	endpoint     TEXT    NOT NULL,
-	xmpp_task_id TEXT    NOT NULL,
-	request_id   TEXT    NOT NULL,
-	version      TEXT    NOT NULL,
-	hash         TEXT    NOT NULL,
-	tool         TEXT    NOT NULL,
-	status       TEXT    NOT NULL,
-	xmpp_state   TEXT    NOT NULL,
-	revision     INTEGER NOT NULL,
-	created_at   INTEGER NOT NULL,
-	updated_at   INTEGER NOT NULL,
-	retain_until INTEGER NOT NULL,
-	ttl_ms       INTEGER NOT NULL,
-	result       TEXT
-) STRICT;
-CREATE INDEX mcp_task_by_owner ON mcp_task (owner, created_at);
-`
+	"agentgw/wire"
+)
 
 // ErrNoTask is returned for an unknown, foreign or expired MCP task.
 var ErrNoTask = errors.New("mcpserver: no such task")
@@ -42,7 +18,8 @@ var ErrNoTask = errors.New("mcpserver: no such task")
 type TaskRecord struct {
 	ID, Owner, Account              string
 	Endpoint, XMPPTaskID, RequestID string
-	Version, Hash, Tool             string
+	Version, Tool                   string
+	Hash                            wire.Hash // the pinned manifest's
 	Status, XMPPState               string
 	Revision                        int64
 	Created, Updated, RetainUntil   time.Time
@@ -56,8 +33,10 @@ func scanTask(sc interface{ Scan(...any) error }) (TaskRecord, error) {
 	var r TaskRecord
 	var created, updated, retain, ttl int64
 	var result sql.NullString
-	err := sc.Scan(&r.ID, &r.Owner, &r.Account, &r.Endpoint, &r.XMPPTaskID, &r.RequestID, &r.Version, &r.Hash, &r.Tool,
+	var hash []byte
+	err := sc.Scan(&r.ID, &r.Owner, &r.Account, &r.Endpoint, &r.XMPPTaskID, &r.RequestID, &r.Version, &hash, &r.Tool,
 		&r.Status, &r.XMPPState, &r.Revision, &created, &updated, &retain, &ttl, &result)
+	copy(r.Hash[:], hash) // 32 bytes: the column's CHECK
 	r.Created, r.Updated, r.RetainUntil = time.UnixMilli(created), time.UnixMilli(updated), time.UnixMilli(retain)
 	r.TTL = time.Duration(ttl) * time.Millisecond
 	if result.Valid {
@@ -79,7 +58,7 @@ func (s *Store) CreateTask(ctx context.Context, r TaskRecord) error {
 		return fmt.Errorf("store task: %w", err)
 	}
 	if _, err := tx.ExecContext(ctx, "INSERT INTO mcp_task ("+taskColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)",
-		r.ID, r.Owner, r.Account, r.Endpoint, r.XMPPTaskID, r.RequestID, r.Version, r.Hash, r.Tool, r.Status, r.XMPPState, r.Revision,
+		r.ID, r.Owner, r.Account, r.Endpoint, r.XMPPTaskID, r.RequestID, r.Version, r.Hash[:], r.Tool, r.Status, r.XMPPState, r.Revision,
 		r.Created.UnixMilli(), r.Updated.UnixMilli(), r.RetainUntil.UnixMilli(), r.TTL.Milliseconds()); err != nil {
 		return fmt.Errorf("store task: %w", err)
 	}

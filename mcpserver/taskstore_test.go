@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"agentgw/mcpserver"
+	"agentgw/wire"
 )
 
 // TestTaskStore: tasks are bound to their owner, survive a reopen, settle
@@ -22,7 +23,7 @@ func TestTaskStore(t *testing.T) {
 	rec := mcpserver.TaskRecord{
 		ID: "mcptask-a", Owner: "account:bob@remote.example", Account: "bob@remote.example",
 		Endpoint: "demo@agents.example", XMPPTaskID: "task-0123456789012345678901", RequestID: "req-0123456789012345678901",
-		Version: "demo-1", Hash: "AAAA", Tool: "count", Status: "working", XMPPState: "accepted",
+		Version: "demo-1", Hash: wire.Hash{0xa1, 31: 0x1f}, Tool: "count", Status: "working", XMPPState: "accepted",
 		Created: now, Updated: now, RetainUntil: now.Add(time.Hour), TTL: time.Hour,
 	}
 	if err := s.CreateTask(ctx, rec); err != nil {
@@ -55,7 +56,7 @@ func TestTaskStore(t *testing.T) {
 	s = openStore(t, path)
 	s.Now = func() time.Time { return now }
 	got, err := s.Task(ctx, rec.Account, rec.Owner, rec.ID)
-	if err != nil || got.Status != "completed" || string(got.Result) != string(result) || got.TTL != time.Hour || !got.RetainUntil.Equal(rec.RetainUntil) {
+	if err != nil || got.Status != "completed" || string(got.Result) != string(result) || got.TTL != time.Hour || !got.RetainUntil.Equal(rec.RetainUntil) || got.Hash != rec.Hash {
 		t.Fatalf("after reopen: %+v %v", got, err)
 	}
 	if u, _ := s.UnsettledTasks(ctx, rec.Account); len(u) != 0 {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"runtime"
 	"time"
 
@@ -55,18 +56,32 @@ func (process) write(w io.Writer) {
 	fmt.Fprintf(w, "agentgw_heap_bytes %d\n", ms.HeapAlloc)
 }
 
-// iqKinds names the payload namespaces the gateway answers; any other is
-// "other", so a peer cannot create series.
-var iqKinds = map[string]string{
-	"http://jabber.org/protocol/disco#info":  "disco_info",
-	"http://jabber.org/protocol/disco#items": "disco_items",
-	"jabber:iq:search":                       "search",
-	"vcard-temp":                             "vcard",
-	"urn:ietf:params:xml:ns:vcard-4.0":       "vcard4",
-	"urn:xmpp:ping":                          "ping",
-	"urn:xmpp:agent-api:0":                   "agent_api",
-	"urn:xmpp:agent-task:0":                  "agent_task",
-	"http://jabber.org/protocol/commands":    "commands",
+// iqKinds names the payload namespaces the gateway answers, as the
+// gateway's surface table labels them (gateway/surfaces.go, registered at
+// its init); any other is "other", so a peer cannot create series.
+var iqKinds = map[string]string{}
+
+// kindRE is what a kind label may be.
+var kindRE = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+
+// RegisterIQKind counts the IQ requests whose payload namespace is ns
+// under the label kind. Call it from an init function only: IQ reads the
+// labels without a lock, on every stanza. A namespace or a kind
+// registered twice, "other", and a kind that is not [a-z][a-z0-9_]* are
+// programming errors: it panics.
+func RegisterIQKind(ns, kind string) {
+	if !kindRE.MatchString(kind) || kind == "other" {
+		panic(fmt.Sprintf("metrics: IQ kind %q for %s: want [a-z][a-z0-9_]*, not other", kind, ns))
+	}
+	if prev, ok := iqKinds[ns]; ok {
+		panic(fmt.Sprintf("metrics: namespace %s registered as %s and as %s", ns, prev, kind))
+	}
+	for n, k := range iqKinds {
+		if k == kind {
+			panic(fmt.Sprintf("metrics: IQ kind %s registered for %s and for %s", kind, n, ns))
+		}
+	}
+	iqKinds[ns] = kind
 }
 
 // IQ records an answered IQ request with the payload namespace ns and the
