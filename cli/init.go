@@ -163,7 +163,7 @@ const (
 // one-liner that fills it in from the file.
 func printServerSnippets(w io.Writer, domain, host, port, secretFile string) {
 	confd := "/etc/prosody/conf.d/" + domain + ".cfg.lua"
-	fmt.Fprintf(w, "%s 0.12: save this as %s (Debian's prosody.cfg.lua includes conf.d/*.cfg.lua), then run: prosodyctl reload\n", prosodyHeader, confd)
+	fmt.Fprintf(w, "%s 0.12: save this as %s (Debian's prosody.cfg.lua includes conf.d/*.cfg.lua), then run: systemctl restart prosody (a reload does not open the component port)\n", prosodyHeader, confd)
 	fmt.Fprintf(w, "-- agentgw: the XEP-0114 external component %s.\n", domain)
 	fmt.Fprintln(w, "-- Global settings (this file is included on its own, so they stay global).")
 	fmt.Fprintln(w, "-- Nagle off: Prosody writes a large stanza to a client in two parts, and with")

@@ -65,11 +65,16 @@ func TestDebianPackage(t *testing.T) {
 	if _, err := user.LookupGroup("agentgw"); err == nil {
 		skip("a group agentgw exists: this test creates and deletes it")
 	}
-	for _, p := range []string{"/var/lib/agentgw", "/usr/bin/agentgw", "/lib/systemd/system/agentgw.service", "/etc/systemd/system/agentgw.service"} {
+	for _, p := range []string{"/var/lib/agentgw", "/usr/bin/agentgw", "/lib/systemd/system/agentgw.service", "/etc/systemd/system/agentgw.service", enableLink} {
 		if _, err := os.Lstat(p); err == nil {
 			skip("%s exists: this test would install over it", p)
 		}
 	}
+
+	// The link `systemctl enable agentgw` makes (the unit's WantedBy), made
+	// by hand before the removal: this machine may have no systemd running.
+	_, err := os.Stat(filepath.Dir(enableLink))
+	madeWants := errors.Is(err, os.ErrNotExist)
 
 	// Registered first, so that it runs last, after any failure: purge
 	// the package, then delete what a half-done run could leave.
@@ -84,6 +89,10 @@ func TestDebianPackage(t *testing.T) {
 		}
 		os.RemoveAll("/var/lib/agentgw")
 		os.Remove("/etc/systemd/system/agentgw.service") // a mask link
+		os.Remove(enableLink)
+		if madeWants {
+			os.Remove(filepath.Dir(enableLink))
+		}
 		if _, err := user.Lookup("agentgw"); err == nil {
 			run("userdel", "agentgw")
 		}
@@ -212,7 +221,15 @@ func TestDebianPackage(t *testing.T) {
 		t.Errorf("the migration did not say where the backup is:\n%s", out)
 	}
 
-	// 6. Remove keeps the data and says so; purge deletes it and says so.
+	// 6. Remove keeps the data and says so; purge deletes it and says so,
+	// and also the link of the operator's `systemctl enable`, which
+	// deb-systemd-helper does not know.
+	if err := os.MkdirAll(filepath.Dir(enableLink), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/lib/systemd/system/agentgw.service", enableLink); err != nil {
+		t.Fatal(err)
+	}
 	out = dpkg("-r", "agentgw")
 	if _, err := os.Stat("/usr/bin/agentgw"); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("dpkg -r left /usr/bin/agentgw: %v", err)
@@ -232,7 +249,13 @@ func TestDebianPackage(t *testing.T) {
 	if _, err := os.Stat("/var/lib/agentgw"); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("dpkg --purge left /var/lib/agentgw: %v", err)
 	}
+	if _, err := os.Lstat(enableLink); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("dpkg --purge left the enable link %s: %v", enableLink, err)
+	}
 }
+
+// enableLink is where `systemctl enable agentgw` links the unit.
+const enableLink = "/etc/systemd/system/multi-user.target.wants/agentgw.service"
 
 // buildPackage runs scripts/release for amd64 with the given version and
 // returns the package's path.

@@ -30,7 +30,7 @@ func TestUnitVerifies(t *testing.T) {
 	unit := string(raw)
 	for _, want := range []string{
 		"\nExecStart=/usr/bin/agentgw serve -config /var/lib/agentgw/agentgw.toml\n",
-		"\nExecReload=/bin/kill -HUP $MAINPID\n",
+		"\nExecReload=/bin/sh -c 'kill -HUP \"$$MAINPID\"'\n",
 		"\nStateDirectory=agentgw\n",
 		"\nUser=agentgw\n",
 		"\nProtectSystem=strict\n",
