@@ -48,29 +48,7 @@ endpoints = [%[1]q, %[4]q]
 // suite's configuration is restored when the test ends.
 func withChat(t *testing.T) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	if err := writeConfig(chatConfig()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		if err := writeConfig(""); err != nil {
-			t.Error(err)
-		}
-		if _, err := restartGateway(ctx); err != nil {
-			t.Errorf("restart: %v", err)
-		}
-		for _, ep := range []string{chatEndpoint, chatExecEndpoint} {
-			if out, err := agentgw(ctx, "endpoint", "deactivate", "-config", suite.config, ep); err != nil {
-				t.Errorf("deactivate %s: %v %s", ep, err, out)
-			}
-		}
-	})
-	if _, err := restartGateway(ctx); err != nil {
-		t.Fatalf("restart with chat: %v", err)
-	}
+	useConfig(t, chatConfig(), chatEndpoint, chatExecEndpoint)
 }
 
 // messagesFrom collects the messages from `from` that arrive at c until

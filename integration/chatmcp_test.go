@@ -58,29 +58,7 @@ file = %[5]q
 endpoint = %[1]q
 scopes = ["*"]
 `, chatQueueEndpoint, harness.HomeDomain, harness.RemoteDomain, addr, tokenFile, chatKeys)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	if err := writeConfig(extra); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		if err := writeConfig(""); err != nil {
-			t.Error(err)
-		}
-		if _, err := restartGateway(ctx); err != nil {
-			t.Errorf("restart: %v", err)
-		}
-		for _, ep := range []string{chatEndpoint, chatExecEndpoint, chatQueueEndpoint} {
-			if out, err := agentgw(ctx, "endpoint", "deactivate", "-config", suite.config, ep); err != nil {
-				t.Errorf("deactivate %s: %v %s", ep, err, out)
-			}
-		}
-	})
-	if _, err := restartGateway(ctx); err != nil {
-		t.Fatalf("restart with the chat queue: %v", err)
-	}
+	useConfig(t, extra, chatEndpoint, chatExecEndpoint, chatQueueEndpoint)
 	return "http://" + addr + "/mcp"
 }
 

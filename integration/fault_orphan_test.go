@@ -166,27 +166,7 @@ tools = ["*"]
 	if out, err := agentgw(ctx, "endpoint", "register", "-config", suite.config, "-activate", ledgerManifest); err != nil {
 		t.Fatalf("register ledger: %v %s", err, out)
 	}
-	if err := writeConfig(extra); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		if err := writeConfig(""); err != nil {
-			t.Error(err)
-		}
-		if _, err := restartGateway(ctx); err != nil {
-			t.Errorf("restart: %v", err)
-		}
-		for _, ep := range []string{ledgerEndpoint, orphanEndpoint} {
-			if out, err := agentgw(ctx, "endpoint", "deactivate", "-config", suite.config, ep); err != nil {
-				t.Errorf("deactivate %s: %v %s", ep, err, out)
-			}
-		}
-	})
-	if _, err := restartGateway(ctx); err != nil {
-		t.Fatalf("restart with the orphan endpoints: %v", err)
-	}
+	useConfig(t, extra, ledgerEndpoint, orphanEndpoint)
 
 	w := newTaskWire(t)
 	alice := login(t, "alice", harness.HomeDomain)

@@ -50,27 +50,7 @@ principals = [%[4]q]
 endpoints = [%[1]q]
 tools = ["*"]
 `, restartEndpoint, node, index, harness.HomeDomain)
-	if err := writeConfig(extra); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		if err := writeConfig(""); err != nil {
-			t.Error(err)
-		}
-		if _, err := restartGateway(ctx); err != nil {
-			t.Errorf("restart: %v", err)
-		}
-		if out, err := agentgw(ctx, "endpoint", "deactivate", "-config", suite.config, restartEndpoint); err != nil {
-			t.Errorf("deactivate: %v %s", err, out)
-		}
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if _, err := restartGateway(ctx); err != nil {
-		t.Fatalf("restart with %s: %v", restartEndpoint, err)
-	}
+	useConfig(t, extra, restartEndpoint)
 	version, hash := activeVersion(t, restartEndpoint)
 	w := newTaskWire(t)
 	alice := login(t, "alice", harness.HomeDomain)

@@ -47,25 +47,7 @@ tools = ["*"]
 	if out, err := agentgw(ctx, "endpoint", "register", "-config", suite.config, "-activate", bigManifest); err != nil {
 		t.Fatalf("register big: %v %s", err, out)
 	}
-	if err := writeConfig(extra); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		if err := writeConfig(""); err != nil {
-			t.Error(err)
-		}
-		if _, err := restartGateway(ctx); err != nil {
-			t.Errorf("restart: %v", err)
-		}
-		if out, err := agentgw(ctx, "endpoint", "deactivate", "-config", suite.config, bigEndpoint); err != nil {
-			t.Errorf("deactivate %s: %v %s", bigEndpoint, err, out)
-		}
-	})
-	if _, err := restartGateway(ctx); err != nil {
-		t.Fatalf("restart with the big endpoint: %v", err)
-	}
+	useConfig(t, extra, bigEndpoint)
 }
 
 // TestWireSize: through a real Prosody, a result of 200 KiB of '"' and

@@ -365,3 +365,34 @@ func stripAddrs(raw string) string {
 	}
 	return addrAttr.ReplaceAllString(raw[:end], "") + raw[end:]
 }
+
+// useConfig adds extra to the suite's configuration and restarts the
+// gateway with it. When the test ends, the suite's configuration comes
+// back, the gateway restarts again, and endpoints (those extra hosts) are
+// deactivated, so that the next test sees the suite's own directory.
+func useConfig(t *testing.T, extra string, endpoints ...string) {
+	t.Helper()
+	if err := writeConfig(extra); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		if err := writeConfig(""); err != nil {
+			t.Error(err)
+		}
+		if _, err := restartGateway(ctx); err != nil {
+			t.Errorf("restart: %v", err)
+		}
+		for _, ep := range endpoints {
+			if out, err := agentgw(ctx, "endpoint", "deactivate", "-config", suite.config, ep); err != nil {
+				t.Errorf("deactivate %s: %v %s", ep, err, out)
+			}
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := restartGateway(ctx); err != nil {
+		t.Fatalf("restart with the test's configuration: %v", err)
+	}
+}
