@@ -59,6 +59,9 @@ var ErrNotConnected = errors.New("not connected to the XMPP server (reconnecting
 // nsRoster is the RFC 6121 roster namespace.
 const nsRoster = "jabber:iq:roster"
 
+// nsPing is XEP-0199's namespace.
+const nsPing = "urn:xmpp:ping"
+
 // Contact is what the account knows of one roster contact, or of someone
 // who asked for a subscription: the body of its xmpp: resource.
 type Contact struct {
@@ -220,16 +223,15 @@ func (a *Account) session(ctx context.Context) error {
 	defer cl.Close()
 	// RFC 6121: fetch the roster before initial presence (Prosody delivers
 	// subscribed/unsubscribed only to resources that did).
-	resp, err := cl.IQ(lctx, "get", "", `<query xmlns="jabber:iq:roster"/>`)
+	el, err := cl.IQElement(lctx, "get", "", wire.Elem(xml.Name{Space: nsRoster, Local: "query"}, nil))
 	if err != nil {
 		return fmt.Errorf("roster: %w", err)
 	}
-	el, err := wire.Parse(resp)
-	if err != nil || attr(el, "type") != "result" {
+	if attr(el, "type") != "result" {
 		return fmt.Errorf("roster: the server answered %s", attr(el, "type"))
 	}
 	a.loadRoster(el)
-	if err := cl.SendRaw(lctx, `<presence/>`); err != nil {
+	if err := cl.Send(lctx, wire.Elem(xml.Name{Local: "presence"}, nil)); err != nil {
 		return fmt.Errorf("initial presence: %w", err)
 	}
 	a.mu.Lock()
@@ -288,7 +290,7 @@ func (a *Account) keepalive(ctx context.Context, cl *client.Client) {
 		case <-t.C:
 		}
 		pctx, cancel := context.WithTimeout(ctx, a.opts.PingTimeout)
-		_, err := cl.IQ(pctx, "get", a.opts.JID.Domainpart(), `<ping xmlns="urn:xmpp:ping"/>`)
+		_, err := cl.IQElement(pctx, "get", a.opts.JID.Domainpart(), wire.Elem(xml.Name{Space: nsPing, Local: "ping"}, nil))
 		timedOut := pctx.Err() != nil && ctx.Err() == nil
 		cancel()
 		if timedOut {
