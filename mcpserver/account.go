@@ -590,13 +590,13 @@ func (a *Account) Arrived() <-chan struct{} {
 	return a.arrived
 }
 
-// send sends one stanza written as XML text.
-func (a *Account) send(ctx context.Context, stanza string) error {
+// send sends one stanza.
+func (a *Account) send(ctx context.Context, stanza xml.TokenReader) error {
 	cl, err := a.connected()
 	if err != nil {
 		return err
 	}
-	if err := cl.SendRaw(ctx, stanza); err != nil {
+	if err := cl.Send(ctx, stanza); err != nil {
 		return fmt.Errorf("%w (%v)", ErrNotConnected, err)
 	}
 	return nil
@@ -604,23 +604,19 @@ func (a *Account) send(ctx context.Context, stanza string) error {
 
 // iq sends a roster IQ set and returns nil on a result, or the server's
 // error.
-func (a *Account) rosterSet(ctx context.Context, item string) error {
+func (a *Account) rosterSet(ctx context.Context, item xml.TokenReader) error {
 	cl, err := a.connected()
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, iqTimeout)
 	defer cancel()
-	resp, err := cl.IQ(ctx, "set", "", `<query xmlns="jabber:iq:roster">`+item+`</query>`)
+	el, err := cl.IQElement(ctx, "set", "", wire.Elem(xml.Name{Space: nsRoster, Local: "query"}, nil, item))
 	if err != nil {
 		if ctx.Err() != nil {
 			return errors.New("the XMPP server did not answer in time")
 		}
 		return fmt.Errorf("%w (%v)", ErrNotConnected, err)
-	}
-	el, err := wire.Parse(resp)
-	if err != nil {
-		return fmt.Errorf("unreadable answer: %w", err)
 	}
 	if attr(el, "type") == "result" {
 		return nil
@@ -656,7 +652,7 @@ func (a *Account) answerSubscription(ctx context.Context, bare string, accept bo
 	if accept {
 		typ = "subscribed"
 	}
-	if err := a.send(ctx, `<presence type="`+typ+`" to="`+escapeXML(bare)+`"/>`); err != nil {
+	if err := a.send(ctx, presence(typ, bare)); err != nil {
 		return err
 	}
 	a.mu.Lock()

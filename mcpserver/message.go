@@ -70,6 +70,8 @@ const (
 	nsClient    = "jabber:client"
 	nsStyling   = "urn:xmpp:styling:0"
 	nsChatState = "http://jabber.org/protocol/chatstates"
+	// nsXML is the namespace the xml: prefix is bound to (xml:lang).
+	nsXML = "http://www.w3.org/XML/1998/namespace"
 )
 
 var noiseNamespaces = map[string]bool{
