@@ -19,6 +19,7 @@ import (
 	"agentgw/wire"
 
 	"mellium.im/xmpp/jid"
+	"mellium.im/xmpp/stanza"
 )
 
 // Timing of the account's stream.
@@ -633,11 +634,8 @@ func stanzaError(el wire.Element) error {
 	var m MessageResponse
 	parseError(e, &m)
 	cond := ""
-	for _, c := range e.Children() {
-		if c.Start.Name.Space == nsStanzas && c.Start.Name.Local != "text" {
-			cond = c.Start.Name.Local
-			break
-		}
+	if se := decodeError(e); se.Condition != stanza.UndefinedCondition || hasCondition(e) {
+		cond = string(se.Condition)
 	}
 	if m.ErrorMessageText != "" && m.ErrorMessageText != cond {
 		return fmt.Errorf("the XMPP server refused: %s (%s)", cond, m.ErrorMessageText)

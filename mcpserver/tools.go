@@ -757,4 +757,3 @@ func validXML(s string) bool {
 	}
 	return true
 }
-
