@@ -16,6 +16,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -51,6 +52,14 @@ const (
 // implements it.
 type Conn interface {
 	IQ(ctx context.Context, typ, to, payload string) (string, error)
+}
+
+// ElementConn is a Conn that also takes and returns token streams, so an
+// IQ is not written out as text and parsed back on the way (*client.Client
+// implements it). The client uses it when its Conn has it.
+type ElementConn interface {
+	Conn
+	IQElement(ctx context.Context, typ, to string, payload xml.TokenReader) (wire.Element, error)
 }
 
 // Client speaks the protocol over a Conn. Its methods are safe for
@@ -138,23 +147,51 @@ func parseIQError(from string, el wire.Element) *IQError {
 // payload of a result (the zero Element if it has none). An error IQ is an
 // *IQError; any other error means the answer is unknown.
 func (c *Client) IQ(ctx context.Context, timeout time.Duration, typ, to string, payload xml.TokenReader) (wire.Element, error) {
-	raw, err := wire.Marshal(payload)
+	toks, err := collect(payload)
 	if err != nil {
 		return wire.Element{}, err
 	}
-	return c.rawIQ(ctx, timeout, typ, to, raw)
+	return c.rawIQ(ctx, timeout, typ, to, toks)
 }
 
-func (c *Client) rawIQ(ctx context.Context, timeout time.Duration, typ, to, payload string) (wire.Element, error) {
+// collect reads a payload once so that it can be sent again unchanged.
+func collect(r xml.TokenReader) (wire.Tokens, error) {
+	var toks wire.Tokens
+	for {
+		tok, err := r.Token()
+		if tok != nil {
+			toks = append(toks, xml.CopyToken(tok))
+		}
+		if errors.Is(err, io.EOF) {
+			return toks, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+func (c *Client) rawIQ(ctx context.Context, timeout time.Duration, typ, to string, payload wire.Tokens) (wire.Element, error) {
 	ictx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	raw, err := c.Conn.IQ(ictx, typ, to, payload)
-	if err != nil {
-		return wire.Element{}, err
-	}
-	el, err := wire.Parse(raw)
-	if err != nil {
-		return wire.Element{}, fmt.Errorf("answer from %s: %w", to, err)
+	var el wire.Element
+	if ec, ok := c.Conn.(ElementConn); ok {
+		var err error
+		if el, err = ec.IQElement(ictx, typ, to, payload.Reader()); err != nil {
+			return wire.Element{}, err
+		}
+	} else {
+		text, err := wire.Marshal(payload.Reader())
+		if err != nil {
+			return wire.Element{}, err
+		}
+		raw, err := c.Conn.IQ(ictx, typ, to, text)
+		if err != nil {
+			return wire.Element{}, err
+		}
+		if el, err = wire.Parse(raw); err != nil {
+			return wire.Element{}, fmt.Errorf("answer from %s: %w", to, err)
+		}
 	}
 	if t, _ := el.AttrValue("type"); t == "error" {
 		return wire.Element{}, parseIQError(to, el)
@@ -179,13 +216,13 @@ func (c *Client) get(ctx context.Context, to string, payload xml.TokenReader) (w
 // Any other error answer is final. retried reports whether the request
 // was sent more than once.
 func (c *Client) SetRetrying(ctx context.Context, to string, payload xml.TokenReader, timeout time.Duration, what string) (el wire.Element, retried bool, err error) {
-	raw, err := wire.Marshal(payload)
+	toks, err := collect(payload)
 	if err != nil {
 		return wire.Element{}, false, err
 	}
 	backoff := RetryBackoff
 	for attempt := 1; attempt <= MaxInvokeAttempts; attempt++ {
-		el, err = c.rawIQ(ctx, timeout, "set", to, raw)
+		el, err = c.rawIQ(ctx, timeout, "set", to, toks)
 		if err == nil {
 			return el, attempt > 1, nil
 		}

@@ -24,12 +24,22 @@ import (
 	"mellium.im/xmpp"
 	"mellium.im/xmpp/jid"
 	"mellium.im/xmpp/stanza"
+
+	"agentgw/wire"
 )
 
 // DefaultBuffer is the default capacity of the Incoming channel.
 const DefaultBuffer = 256
 
 const nsPing = "urn:xmpp:ping"
+
+// maxResponseTokens and maxResponseBytes bound the IQ response read into
+// memory for a waiter; they are far above what any server relays (its own
+// stanza size limit is smaller) and only stop a runaway stream.
+const (
+	maxResponseTokens = 1 << 20
+	maxResponseBytes  = 64 << 20
+)
 
 // Option configures Dial.
 type Option func(*config)
@@ -86,7 +96,7 @@ type Client struct {
 
 	// pending maps the ids of IQs sent by IQ to their waiters.
 	mu      sync.Mutex
-	pending map[string]chan string
+	pending map[string]chan wire.Element
 
 	// pushes is WithRosterPushes.
 	pushes bool
@@ -196,7 +206,7 @@ func Dial(ctx context.Context, addr string, j jid.JID, password string, opts ...
 		conn:    conn,
 		in:      make(chan string, cfg.buffer),
 		done:    make(chan struct{}),
-		pending: map[string]chan string{},
+		pending: map[string]chan wire.Element{},
 		pushes:  cfg.rosterPushes,
 	}
 	go func() {
@@ -283,11 +293,11 @@ func (c *Client) handle(t xmlstream.TokenReadEncoder, start *xml.StartElement) e
 			if !ok {
 				return nil
 			}
-			s, err := serializeElement(start, t)
+			el, err := wire.ReadElement(t, *start, maxResponseTokens, maxResponseBytes)
 			if err != nil {
 				return err
 			}
-			ch <- s
+			ch <- el
 			return nil
 		}
 		if iq.Type == stanza.SetIQ && c.pushes && (iq.From.String() == "" || iq.From.String() == c.JID().Bare().String()) {
@@ -346,27 +356,44 @@ func (c *Client) rosterPush(t xmlstream.TokenReadEncoder, start *xml.StartElemen
 // user's own server) with payload (XML text, typically one element with its
 // own xmlns; may be empty) and a fresh random id, and waits for the response
 // until ctx ends. It returns the whole response IQ (result or error, <error/>
-// child included) as XML text; an error IQ is not a Go error.
+// child included) as XML text; an error IQ is not a Go error. It is the
+// text form of IQElement, for tests and tools that hold XML as text.
 func (c *Client) IQ(ctx context.Context, typ, to, payload string) (string, error) {
+	toks, err := parseFragment(payload)
+	if err != nil {
+		return "", fmt.Errorf("iq: payload: %w", err)
+	}
+	el, err := c.IQElement(ctx, typ, to, wire.Tokens(toks).Reader())
+	if err != nil {
+		return "", err
+	}
+	return serializeElement(nil, el.Reader())
+}
+
+// IQElement sends an IQ of type typ ("get" or "set") to the JID to (empty:
+// the user's own server) with payload (a token stream, typically one element
+// with its own namespace; nil for none) and a fresh random id, and waits for
+// the response until ctx ends. It returns the whole response IQ (result or
+// error, <error/> child included); an error IQ is not a Go error.
+func (c *Client) IQElement(ctx context.Context, typ, to string, payload xml.TokenReader) (wire.Element, error) {
 	if typ != string(stanza.GetIQ) && typ != string(stanza.SetIQ) {
-		return "", fmt.Errorf("iq: type must be get or set, not %q", typ)
+		return wire.Element{}, fmt.Errorf("iq: type must be get or set, not %q", typ)
 	}
 	var toJID jid.JID
 	if to != "" {
 		var err error
 		if toJID, err = jid.Parse(to); err != nil {
-			return "", fmt.Errorf("iq: to: %w", err)
+			return wire.Element{}, fmt.Errorf("iq: to: %w", err)
 		}
 	}
-	toks, err := parseFragment(payload)
-	if err != nil {
-		return "", fmt.Errorf("iq: payload: %w", err)
-	}
 	if err := ctx.Err(); err != nil {
-		return "", fmt.Errorf("iq %s to %s: %w", typ, to, err)
+		return wire.Element{}, fmt.Errorf("iq %s to %s: %w", typ, to, err)
+	}
+	if payload == nil {
+		payload = wire.Tokens(nil).Reader()
 	}
 	iq := stanza.IQ{ID: randomID(), To: toJID, Type: stanza.IQType(typ)}
-	ch := make(chan string, 1)
+	ch := make(chan wire.Element, 1)
 	c.mu.Lock()
 	c.pending[iq.ID] = ch
 	c.mu.Unlock()
@@ -376,16 +403,16 @@ func (c *Client) IQ(ctx context.Context, typ, to, payload string) (string, error
 		c.mu.Unlock()
 	}()
 	// The write is bounded by deadlineConn, not by ctx (see deadlineConn).
-	if err := c.session.Send(context.Background(), iq.Wrap(&sliceReader{toks: toks})); err != nil {
-		return "", fmt.Errorf("iq %s to %s: %w", typ, to, err)
+	if err := c.session.Send(context.Background(), iq.Wrap(payload)); err != nil {
+		return wire.Element{}, fmt.Errorf("iq %s to %s: %w", typ, to, err)
 	}
 	select {
-	case s := <-ch:
-		return s, nil
+	case el := <-ch:
+		return el, nil
 	case <-c.done:
-		return "", fmt.Errorf("iq %s to %s: session ended", typ, to)
+		return wire.Element{}, fmt.Errorf("iq %s to %s: session ended", typ, to)
 	case <-ctx.Done():
-		return "", fmt.Errorf("iq %s to %s: %w", typ, to, ctx.Err())
+		return wire.Element{}, fmt.Errorf("iq %s to %s: %w", typ, to, ctx.Err())
 	}
 }
 
@@ -393,7 +420,7 @@ func (c *Client) IQ(ctx context.Context, typ, to, payload string) (string, error
 // `<message to="bob@remote.example" type="chat"><body>hi</body></message>`.
 // A top-level element without xmlns gets the stream's (jabber:client). For
 // IQs whose response you want, use IQ instead: responses to IQs sent here are
-// not delivered anywhere.
+// not delivered anywhere. It is the text form of Send.
 func (c *Client) SendRaw(ctx context.Context, stanzaXML string) error {
 	toks, err := parseFragment(stanzaXML)
 	if err != nil {
@@ -405,8 +432,16 @@ func (c *Client) SendRaw(ctx context.Context, stanzaXML string) error {
 	if end, ok := toks[len(toks)-1].(xml.EndElement); !ok || firstEndIndex(toks) != len(toks)-1 || end.Name.Local == "" {
 		return errors.New("send: want exactly one element")
 	}
+	return c.Send(ctx, wire.Tokens(toks).Reader())
+}
+
+// Send sends one stanza given as a token stream (for example built with
+// wire.Elem). A top-level element without a namespace gets the stream's
+// (jabber:client). Responses to IQs sent here are not delivered anywhere:
+// use IQElement for those.
+func (c *Client) Send(ctx context.Context, stanza xml.TokenReader) error {
 	// The write is bounded by deadlineConn, not by ctx (see deadlineConn).
-	if err := c.session.Send(context.Background(), &sliceReader{toks: toks}); err != nil {
+	if err := c.session.Send(context.Background(), stanza); err != nil {
 		return fmt.Errorf("send: %w", err)
 	}
 	return nil

@@ -19,6 +19,7 @@ import (
 	"agentgw/wire"
 
 	"mellium.im/xmpp/jid"
+	"mellium.im/xmpp/stanza"
 )
 
 // Timing of the account's stream.
@@ -58,6 +59,9 @@ var ErrNotConnected = errors.New("not connected to the XMPP server (reconnecting
 
 // nsRoster is the RFC 6121 roster namespace.
 const nsRoster = "jabber:iq:roster"
+
+// nsPing is XEP-0199's namespace.
+const nsPing = "urn:xmpp:ping"
 
 // Contact is what the account knows of one roster contact, or of someone
 // who asked for a subscription: the body of its xmpp: resource.
@@ -220,16 +224,15 @@ func (a *Account) session(ctx context.Context) error {
 	defer cl.Close()
 	// RFC 6121: fetch the roster before initial presence (Prosody delivers
 	// subscribed/unsubscribed only to resources that did).
-	resp, err := cl.IQ(lctx, "get", "", `<query xmlns="jabber:iq:roster"/>`)
+	el, err := cl.IQElement(lctx, "get", "", wire.Elem(xml.Name{Space: nsRoster, Local: "query"}, nil))
 	if err != nil {
 		return fmt.Errorf("roster: %w", err)
 	}
-	el, err := wire.Parse(resp)
-	if err != nil || attr(el, "type") != "result" {
+	if attr(el, "type") != "result" {
 		return fmt.Errorf("roster: the server answered %s", attr(el, "type"))
 	}
 	a.loadRoster(el)
-	if err := cl.SendRaw(lctx, `<presence/>`); err != nil {
+	if err := cl.Send(lctx, wire.Elem(xml.Name{Local: "presence"}, nil)); err != nil {
 		return fmt.Errorf("initial presence: %w", err)
 	}
 	a.mu.Lock()
@@ -288,7 +291,7 @@ func (a *Account) keepalive(ctx context.Context, cl *client.Client) {
 		case <-t.C:
 		}
 		pctx, cancel := context.WithTimeout(ctx, a.opts.PingTimeout)
-		_, err := cl.IQ(pctx, "get", a.opts.JID.Domainpart(), `<ping xmlns="urn:xmpp:ping"/>`)
+		_, err := cl.IQElement(pctx, "get", a.opts.JID.Domainpart(), wire.Elem(xml.Name{Space: nsPing, Local: "ping"}, nil))
 		timedOut := pctx.Err() != nil && ctx.Err() == nil
 		cancel()
 		if timedOut {
@@ -588,13 +591,13 @@ func (a *Account) Arrived() <-chan struct{} {
 	return a.arrived
 }
 
-// send sends one stanza written as XML text.
-func (a *Account) send(ctx context.Context, stanza string) error {
+// send sends one stanza.
+func (a *Account) send(ctx context.Context, stanza xml.TokenReader) error {
 	cl, err := a.connected()
 	if err != nil {
 		return err
 	}
-	if err := cl.SendRaw(ctx, stanza); err != nil {
+	if err := cl.Send(ctx, stanza); err != nil {
 		return fmt.Errorf("%w (%v)", ErrNotConnected, err)
 	}
 	return nil
@@ -602,23 +605,19 @@ func (a *Account) send(ctx context.Context, stanza string) error {
 
 // iq sends a roster IQ set and returns nil on a result, or the server's
 // error.
-func (a *Account) rosterSet(ctx context.Context, item string) error {
+func (a *Account) rosterSet(ctx context.Context, item xml.TokenReader) error {
 	cl, err := a.connected()
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, iqTimeout)
 	defer cancel()
-	resp, err := cl.IQ(ctx, "set", "", `<query xmlns="jabber:iq:roster">`+item+`</query>`)
+	el, err := cl.IQElement(ctx, "set", "", wire.Elem(xml.Name{Space: nsRoster, Local: "query"}, nil, item))
 	if err != nil {
 		if ctx.Err() != nil {
 			return errors.New("the XMPP server did not answer in time")
 		}
 		return fmt.Errorf("%w (%v)", ErrNotConnected, err)
-	}
-	el, err := wire.Parse(resp)
-	if err != nil {
-		return fmt.Errorf("unreadable answer: %w", err)
 	}
 	if attr(el, "type") == "result" {
 		return nil
@@ -635,11 +634,8 @@ func stanzaError(el wire.Element) error {
 	var m MessageResponse
 	parseError(e, &m)
 	cond := ""
-	for _, c := range e.Children() {
-		if c.Start.Name.Space == nsStanzas && c.Start.Name.Local != "text" {
-			cond = c.Start.Name.Local
-			break
-		}
+	if se := decodeError(e); se.Condition != stanza.UndefinedCondition || hasCondition(e) {
+		cond = string(se.Condition)
 	}
 	if m.ErrorMessageText != "" && m.ErrorMessageText != cond {
 		return fmt.Errorf("the XMPP server refused: %s (%s)", cond, m.ErrorMessageText)
@@ -654,7 +650,7 @@ func (a *Account) answerSubscription(ctx context.Context, bare string, accept bo
 	if accept {
 		typ = "subscribed"
 	}
-	if err := a.send(ctx, `<presence type="`+typ+`" to="`+escapeXML(bare)+`"/>`); err != nil {
+	if err := a.send(ctx, presence(typ, bare)); err != nil {
 		return err
 	}
 	a.mu.Lock()

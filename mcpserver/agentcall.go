@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"encoding/xml"
 	"errors"
 	"fmt"
 	"math"
@@ -38,6 +39,16 @@ func (a *Account) IQ(ctx context.Context, typ, to, payload string) (string, erro
 		return "", err
 	}
 	return cl.IQ(ctx, typ, to, payload)
+}
+
+// IQElement implements agentclient.ElementConn: the same IQ as token
+// streams, not written out as text and parsed back.
+func (a *Account) IQElement(ctx context.Context, typ, to string, payload xml.TokenReader) (wire.Element, error) {
+	cl, err := a.connected()
+	if err != nil {
+		return wire.Element{}, err
+	}
+	return cl.IQElement(ctx, typ, to, payload)
 }
 
 // ToolDescription is one tool of DescribeAgent.

@@ -2,12 +2,16 @@ package mcpserver
 
 import (
 	"encoding/xml"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
+	"agentgw/surface"
 	"agentgw/wire"
 
 	"mellium.im/xmpp/jid"
+	"mellium.im/xmpp/stanza"
 )
 
 // GenericResponse is the seed's GenericResponse: the result of every tool
@@ -70,6 +74,8 @@ const (
 	nsClient    = "jabber:client"
 	nsStyling   = "urn:xmpp:styling:0"
 	nsChatState = "http://jabber.org/protocol/chatstates"
+	// nsXML is the namespace the xml: prefix is bound to (xml:lang).
+	nsXML = "http://www.w3.org/XML/1998/namespace"
 )
 
 var noiseNamespaces = map[string]bool{
@@ -131,23 +137,23 @@ func parseMessage(el wire.Element) (m MessageResponse, ok bool) {
 }
 
 func parseError(c wire.Element, m *MessageResponse) {
-	et, _ := c.AttrValue("type")
+	se := decodeError(c)
+	et := ""
+	if _, typed := c.AttrValue("type"); typed {
+		et = string(se.Type)
+	}
 	t, known := errorTypes[et]
 	if !known {
 		t = "Undefined"
 	}
 	m.ErrorMessageType = &t
-	var condition string
-	for _, e := range c.Children() {
-		if e.Start.Name.Space != nsStanzas {
-			continue
-		}
-		if e.Start.Name.Local == "text" {
-			m.ErrorMessageText = e.Text()
-		} else if condition == "" {
-			condition = e.Start.Name.Local
-		}
+	// An <error/> without a condition reads as undefined-condition in
+	// surface.Decode; the tool contract reports it as no condition.
+	condition := ""
+	if se.Condition != stanza.UndefinedCondition || hasCondition(c) {
+		condition = string(se.Condition)
 	}
+	m.ErrorMessageText = errorText(se)
 	if m.ErrorMessageText == "" {
 		m.ErrorMessageText = condition
 	}
@@ -157,6 +163,39 @@ func parseError(c wire.Element, m *MessageResponse) {
 	} else if code, ok := legacyCodes[condition]; ok {
 		m.ErrorMessageCode = &code
 	}
+}
+
+// decodeError reads one <error/> element with surface.Decode, the one
+// table of stanza errors.
+func decodeError(c wire.Element) stanza.Error {
+	inner := make(wire.Tokens, 0, len(c.Inner)+2)
+	inner = append(inner, c.Start)
+	inner = append(inner, c.Inner...)
+	inner = append(inner, c.Start.End())
+	return surface.Decode(wire.Element{Inner: inner})
+}
+
+// hasCondition reports whether the <error/> c names a defined condition.
+func hasCondition(c wire.Element) bool {
+	for _, e := range c.Children() {
+		if e.Start.Name.Space == stanza.NSError && e.Start.Name.Local != "text" {
+			return true
+		}
+	}
+	return false
+}
+
+// errorText is the human-readable text of se: the one without a language
+// when there is one, else the first by language tag.
+func errorText(se stanza.Error) string {
+	if t, ok := se.Text[""]; ok {
+		return t
+	}
+	keys := slices.Sorted(maps.Keys(se.Text))
+	if len(keys) == 0 {
+		return ""
+	}
+	return se.Text[keys[0]]
 }
 
 func attr(e wire.Element, name string) string {

@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"encoding/xml"
 	"errors"
 	"fmt"
 	"regexp"
@@ -12,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"agentgw/mcpserver/scope"
+	"agentgw/wire"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"mellium.im/xmpp/jid"
@@ -484,7 +486,7 @@ func (s *Server) requestSubscription(ctx context.Context, a Args) any {
 	if c, known := s.acct.Contact(to); known && (c.Subscription == "to" || c.Subscription == "both") {
 		return ok("already subscribed to the presence of %s", to)
 	}
-	if err := s.acct.send(ctx, `<presence type="subscribe" to="`+escapeXML(to)+`"/>`); err != nil {
+	if err := s.acct.send(ctx, presence("subscribe", to)); err != nil {
 		return fail("%v", err)
 	}
 	return ok("presence subscription requested from %s", to)
@@ -502,7 +504,7 @@ func (s *Server) requestUnsubscription(ctx context.Context, a Args) any {
 	if c.Subscription != "to" && c.Subscription != "both" && !c.PendingOut {
 		return ok("not subscribed to the presence of %s", to)
 	}
-	if err := s.acct.send(ctx, `<presence type="unsubscribe" to="`+escapeXML(to)+`"/>`); err != nil {
+	if err := s.acct.send(ctx, presence("unsubscribe", to)); err != nil {
 		return fail("%v", err)
 	}
 	return ok("presence subscription to %s ended", to)
@@ -528,18 +530,22 @@ func rosterArgs(a Args) (nick *string, groups []string, setGroups bool, err erro
 	return nick, slices.Compact(slices.Sorted(slices.Values(groups))), setGroups, nil
 }
 
-func rosterItem(bare string, nick string, groups []string) string {
-	var b strings.Builder
-	b.WriteString(`<item jid="` + escapeXML(bare) + `"`)
+// rosterItem is the <item/> of a roster set (RFC 6121 2.1.2).
+func rosterItem(bare string, nick string, groups []string) xml.TokenReader {
+	attrs := []xml.Attr{wire.Attr("jid", bare)}
 	if nick != "" {
-		b.WriteString(` name="` + escapeXML(nick) + `"`)
+		attrs = append(attrs, wire.Attr("name", nick))
 	}
-	b.WriteString(">")
+	kids := make([]xml.TokenReader, 0, len(groups))
 	for _, g := range groups {
-		b.WriteString("<group>" + escapeXML(g) + "</group>")
+		kids = append(kids, wire.TextElem(xml.Name{Space: nsRoster, Local: "group"}, g))
 	}
-	b.WriteString("</item>")
-	return b.String()
+	return wire.Elem(xml.Name{Space: nsRoster, Local: "item"}, attrs, kids...)
+}
+
+// presence is a directed presence of type typ (subscribe, subscribed, …).
+func presence(typ, to string) xml.TokenReader {
+	return wire.Elem(xml.Name{Local: "presence"}, []xml.Attr{wire.Attr("type", typ), wire.Attr("to", to)})
 }
 
 func (s *Server) addToRoster(ctx context.Context, a Args) any {
@@ -598,7 +604,7 @@ func (s *Server) removeFromRoster(ctx context.Context, a Args) any {
 	if c, known := s.acct.Contact(bare); !known || !c.InRoster {
 		return fail("%s is not in the roster", bare)
 	}
-	if err := s.acct.rosterSet(ctx, `<item jid="`+escapeXML(bare)+`" subscription="remove"/>`); err != nil {
+	if err := s.acct.rosterSet(ctx, wire.Elem(xml.Name{Space: nsRoster, Local: "item"}, []xml.Attr{wire.Attr("jid", bare), wire.Attr("subscription", "remove")})); err != nil {
 		return fail("%v", err)
 	}
 	return ok("%s removed from the roster", bare)
@@ -630,21 +636,14 @@ func (s *Server) sendChatMessage(ctx context.Context, a Args) any {
 		return fail("Message holds characters XML cannot carry (control characters or invalid UTF-8)")
 	}
 	lang := a.Strp("Language")
-	var b strings.Builder
-	b.WriteString(`<message type="chat" to="` + escapeXML(j.String()) + `" id="` + newID() + `"`)
+	language := ""
 	if lang != nil && *lang != "" {
 		if !langTag.MatchString(*lang) {
 			return fail("Language: %q is not a language code such as en or pt-BR", *lang)
 		}
-		b.WriteString(` xml:lang="` + escapeXML(*lang) + `"`)
+		language = *lang
 	}
-	b.WriteString("><body>" + escapeXML(msg) + "</body>")
-	if !a.Bool("IsMarkdown") {
-		// XEP-0393: plain text must not be styled by the recipient.
-		b.WriteString(`<unstyled xmlns="` + nsStyling + `"/>`)
-	}
-	b.WriteString("</message>")
-	if err := s.acct.send(ctx, b.String()); err != nil {
+	if err := s.acct.send(ctx, chatMessage(j.String(), newID(), language, msg, a.Bool("IsMarkdown"))); err != nil {
 		return fail("%v", err)
 	}
 	return ok("message sent to %s", j)
@@ -731,6 +730,21 @@ func (s *Server) waitForMessage(ctx context.Context, a Args) any {
 	}
 }
 
+// chatMessage is a chat message to to with body text; lang, when not
+// empty, is its xml:lang, and a message that is not markdown carries
+// XEP-0393's <unstyled/>: plain text must not be styled by the recipient.
+func chatMessage(to, id, lang, text string, markdown bool) xml.TokenReader {
+	attrs := []xml.Attr{wire.Attr("type", "chat"), wire.Attr("to", to), wire.Attr("id", id)}
+	if lang != "" {
+		attrs = append(attrs, xml.Attr{Name: xml.Name{Space: nsXML, Local: "lang"}, Value: lang})
+	}
+	var unstyled xml.TokenReader
+	if !markdown {
+		unstyled = wire.Elem(xml.Name{Space: nsStyling, Local: "unstyled"}, nil)
+	}
+	return wire.Elem(xml.Name{Local: "message"}, attrs, wire.TextElem(xml.Name{Local: "body"}, text), unstyled)
+}
+
 // validXML reports whether s is UTF-8 made only of XML 1.0 characters.
 func validXML(s string) bool {
 	if !utf8.ValidString(s) {
@@ -743,9 +757,3 @@ func validXML(s string) bool {
 	}
 	return true
 }
-
-// xmlEscaper is built once: a Replacer compiles its table on first use.
-var xmlEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;", "'", "&apos;")
-
-// escapeXML escapes text for an attribute value or character data.
-func escapeXML(s string) string { return xmlEscaper.Replace(s) }
