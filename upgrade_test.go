@@ -19,7 +19,7 @@ import (
 	"mellium.im/xmpp/jid"
 
 	"agentgw/db"
-	"agentgw/mcpserver"
+	"agentgw/mcpface"
 	"agentgw/policy"
 )
 
@@ -49,7 +49,7 @@ INSERT INTO task_input (task_id, request_id, doc) VALUES
 const firstTaskSchema = 4
 
 // mcpStoreV1SQL is version 1 of `agentgw mcp`'s message store
-// (mcpserver/store.go) as it shipped, with two queued messages and a drop
+// (mcpface/store.go) as it shipped, with two queued messages and a drop
 // count: the SQL that version ran.
 const mcpStoreV1SQL = `
 CREATE TABLE message (
@@ -268,7 +268,7 @@ func TestUpgradeKeepsQueuedMessages(t *testing.T) {
 			ctx := context.Background()
 			path := filepath.Join(t.TempDir(), "mcp.db")
 			copyFile(t, fixture, path)
-			s, err := mcpserver.OpenStore(ctx, path)
+			s, err := mcpface.OpenStore(ctx, path)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -359,7 +359,7 @@ func TestUpgradeKeepsMCPTasks(t *testing.T) {
 		t.Fatalf("fixture holds %d messages, %d tasks, drops %v", len(msgs), len(tasks), drops)
 	}
 
-	s, err := mcpserver.OpenStore(ctx, path)
+	s, err := mcpface.OpenStore(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -111,7 +111,7 @@ func (c *Client) Directory(ctx context.Context, gateway string) ([]wire.Item, in
 // visible endpoint) for one RSM page after the item id after (nil: the
 // first page).
 func (c *Client) SearchPage(ctx context.Context, gateway, text string, after *string, max int) (search.Result, error) {
-	req := search.Request{Nick: text, RSM: &wire.RSMRequest{Max: &max, After: after}}
+	req := search.Query{Nick: text, RSM: &wire.RSMRequest{Max: &max, After: after}}
 	q, err := c.IQ(ctx, IQTimeout, "set", gateway, req.TokenReader())
 	if err != nil {
 		return search.Result{}, err

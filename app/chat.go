@@ -9,11 +9,11 @@ import (
 	"time"
 
 	"agentgw/chat"
-	"agentgw/chatmcp"
+	"agentgw/chatface"
 	"agentgw/config"
 	"agentgw/db"
 	"agentgw/gateway"
-	"agentgw/mcpserver"
+	"agentgw/mcpface"
 	"agentgw/runtime"
 	"agentgw/runtime/exec"
 )
@@ -89,7 +89,7 @@ func StartChat(ctx context.Context, cfg *config.Config, store *db.Store, gw *gat
 }
 
 // serveChatMCP serves the queue endpoints to the MCP clients of
-// [[chat.token]] at chat.mcp_listen (package chatmcp) until ctx ends.
+// [[chat.token]] at chat.mcp_listen (package chatface) until ctx ends.
 func serveChatMCP(ctx context.Context, cfg *config.Config, svc *chat.Service, gw *gateway.Gateway, log *slog.Logger) error {
 	var queues []string
 	for ep, mode := range cfg.Chat.Endpoints {
@@ -97,9 +97,9 @@ func serveChatMCP(ctx context.Context, cfg *config.Config, svc *chat.Service, gw
 			queues = append(queues, ep)
 		}
 	}
-	tokens := make([]chatmcp.Token, len(cfg.Chat.Tokens))
+	tokens := make([]chatface.Token, len(cfg.Chat.Tokens))
 	for i, t := range cfg.Chat.Tokens {
-		tokens[i] = chatmcp.Token{Value: t.Token, Endpoint: t.Endpoint, Scopes: t.Scopes}
+		tokens[i] = chatface.Token{Value: t.Token, Endpoint: t.Endpoint, Scopes: t.Scopes}
 	}
 	ln, err := net.Listen("tcp", cfg.Chat.MCPListen)
 	if err != nil {
@@ -108,7 +108,7 @@ func serveChatMCP(ctx context.Context, cfg *config.Config, svc *chat.Service, gw
 	// The protection of `agentgw mcp -http`: Origin and Host checked on
 	// every path, its timeouts and header bound, sessions and waits
 	// bounded per token.
-	srv := mcpserver.NewHTTPServer(chatmcp.Handler(ctx, chatmcp.Options{Chat: svc, Policy: gw.Policy, Endpoints: queues, Tokens: tokens, Log: log,
+	srv := mcpface.NewHTTPServer(chatface.Handler(ctx, chatface.Options{Chat: svc, Policy: gw.Policy, Endpoints: queues, Tokens: tokens, Log: log,
 		AllowedOrigins: cfg.Chat.AllowedOrigins, MaxSessionsPerToken: cfg.Chat.MaxSessionsPerToken}))
 	go func() {
 		<-ctx.Done()

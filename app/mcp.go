@@ -7,16 +7,16 @@ import (
 	"time"
 
 	"agentgw/config"
-	"agentgw/mcpserver"
+	"agentgw/mcpface"
 )
 
 // MCP is what `agentgw mcp` serves: the received-message store, and one
 // XMPP session and one MCP server per account.
 type MCP struct {
 	// Servers maps an account's bare JID to its MCP server.
-	Servers map[string]*mcpserver.Server
+	Servers map[string]*mcpface.Server
 
-	store  *mcpserver.Store
+	store  *mcpface.Store
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
@@ -26,7 +26,7 @@ type MCP struct {
 // MCP server. checkScopes makes every server check the token's scopes
 // (Streamable HTTP); stdio has none.
 func StartMCP(ctx context.Context, cfg *config.MCPServer, accounts []config.MCPAccount, checkScopes bool, log *slog.Logger) (*MCP, error) {
-	store, err := mcpserver.OpenStore(ctx, cfg.Database)
+	store, err := mcpface.OpenStore(ctx, cfg.Database)
 	if err != nil {
 		return nil, err
 	}
@@ -34,18 +34,18 @@ func StartMCP(ctx context.Context, cfg *config.MCPServer, accounts []config.MCPA
 		log.Info("mcp store migrated", "path", cfg.Database, "from_schema", m.From, "to_schema", m.To, "backup", m.Backup)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	m := &MCP{Servers: map[string]*mcpserver.Server{}, store: store, cancel: cancel}
-	var projected []mcpserver.AgentProjection
+	m := &MCP{Servers: map[string]*mcpface.Server{}, store: store, cancel: cancel}
+	var projected []mcpface.AgentProjection
 	for _, ag := range cfg.Agents {
-		projected = append(projected, mcpserver.AgentProjection{JID: ag.JID, Tools: ag.Tools, Prefix: ag.Prefix})
+		projected = append(projected, mcpface.AgentProjection{JID: ag.JID, Tools: ag.Tools, Prefix: ag.Prefix})
 	}
 	for _, a := range accounts {
-		acct := mcpserver.NewAccount(mcpserver.AccountOptions{
+		acct := mcpface.NewAccount(mcpface.AccountOptions{
 			JID: a.JID, Password: string(a.Password), Server: a.Server,
 			QueueMax: cfg.QueueMax, QueueMaxBytes: cfg.QueueMaxBytes, AcceptFrom: a.AcceptFrom,
 			SenderRate: cfg.SenderRateLimit, SenderBurst: cfg.SenderRateBurst, Store: store, Log: log,
 		})
-		srv, err := mcpserver.New(ctx, acct, store, mcpserver.Options{CheckScopes: checkScopes, Log: log,
+		srv, err := mcpface.New(ctx, acct, store, mcpface.Options{CheckScopes: checkScopes, Log: log,
 			Agents: projected, AgentPoll: time.Duration(cfg.AgentPollSeconds) * time.Second})
 		if err != nil {
 			m.Close()

@@ -15,7 +15,7 @@ import (
 	"agentgw/runtime"
 	"agentgw/runtime/builtin"
 	"agentgw/runtime/exec"
-	"agentgw/runtime/mcp"
+	"agentgw/runtime/mcpclient"
 	"agentgw/taskd"
 )
 
@@ -32,7 +32,7 @@ type RuntimeOptions struct {
 	Log *slog.Logger
 	// MCP, if set, may change the options of each mcp runtime before it
 	// is built (tests shorten timeouts with it).
-	MCP func(endpoint string, o *mcp.Options)
+	MCP func(endpoint string, o *mcpclient.Options)
 	// Tracker, if set, records the process group of every exec tool and
 	// stdio MCP server (ProcessRecorder).
 	Tracker runtime.ProcessTracker
@@ -107,7 +107,7 @@ func Runtimes(ctx context.Context, store *db.Store, endpoints []config.Endpoint,
 			eo := mcpsync.EndpointOptions{Availability: opts.Availability, Log: opts.Log}
 			if opts.MCP != nil || opts.Tracker != nil {
 				jid := ep.JID
-				eo.Adjust = func(o *mcp.Options) {
+				eo.Adjust = func(o *mcpclient.Options) {
 					o.Tracker = opts.Tracker
 					if opts.MCP != nil {
 						opts.MCP(jid, o)

@@ -12,8 +12,8 @@ import (
 	"agentgw/app"
 	"agentgw/config"
 	"agentgw/db"
-	"agentgw/runtime/mcp"
-	"agentgw/runtime/mcp/mcptest"
+	"agentgw/runtime/mcpclient"
+	"agentgw/runtime/mcpclient/mcptest"
 )
 
 // demo is the JID of a builtin endpoint.
@@ -62,7 +62,7 @@ func TestRuntimesMCP(t *testing.T) {
 		{JID: tools, Runtime: config.RuntimeMCP, MCP: &config.MCPEndpoint{}},
 	}, app.RuntimeOptions{
 		Availability: avail,
-		MCP: func(ep string, o *mcp.Options) {
+		MCP: func(ep string, o *mcpclient.Options) {
 			if ep != tools {
 				t.Errorf("options adjusted for %s", ep)
 			}
@@ -99,7 +99,7 @@ func TestRuntimesMCP(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for h.MCP[tools].Runtime().Status().State != mcp.StateClosed {
+	for h.MCP[tools].Runtime().Status().State != mcpclient.StateClosed {
 		if time.Now().After(deadline) {
 			t.Fatal("the MCP runtime was not closed")
 		}

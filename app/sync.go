@@ -8,7 +8,7 @@ import (
 	"agentgw/config"
 	"agentgw/db"
 	"agentgw/mcpsync"
-	"agentgw/runtime/mcp"
+	"agentgw/runtime/mcpclient"
 )
 
 // syncTerminateGrace is how long SyncEndpoint gives the MCP server it
@@ -32,7 +32,7 @@ func SyncEndpoint(ctx context.Context, cfg *config.Config, store *db.Store, jid 
 	}
 	opts := mcpsync.Options(*ep)
 	opts.TerminateGrace = syncTerminateGrace
-	rt, err := mcp.New(opts)
+	rt, err := mcpclient.New(opts)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", jid, err)
 	}

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"agentgw/c2s"
 	"agentgw/chat"
-	"agentgw/client"
 	"agentgw/config"
 	"agentgw/db"
 	"agentgw/wire"
@@ -91,7 +91,7 @@ func checkBlocking(ctx context.Context, args []string, stdout io.Writer) error {
 		addr = net.JoinHostPort(account.Domainpart(), "5222")
 	}
 	lctx, cancel := context.WithTimeout(ctx, loginTimeout)
-	c, err := client.Dial(lctx, addr, account, password)
+	c, err := c2s.Dial(lctx, addr, account, password)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("check-blocking: log in as %s: %w", account, err)
@@ -104,7 +104,7 @@ func checkBlocking(ctx context.Context, args []string, stdout io.Writer) error {
 
 // blockingCheck is one run of check-blocking.
 type blockingCheck struct {
-	c        *client.Client
+	c        *c2s.Client
 	store    *db.Store
 	endpoint string
 	account  jid.JID

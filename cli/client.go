@@ -13,7 +13,7 @@ import (
 	"text/tabwriter"
 
 	"agentgw/agentclient"
-	"agentgw/client"
+	"agentgw/c2s"
 	"agentgw/directory"
 	"agentgw/internal/secretfile"
 
@@ -105,7 +105,7 @@ func runClientIO(ctx context.Context, args []string, cio clientIO) error {
 			addr = net.JoinHostPort(j.Domainpart(), "5222")
 		}
 		dial = func(ctx context.Context) (conn, error) {
-			c, err := client.Dial(ctx, addr, j, password)
+			c, err := c2s.Dial(ctx, addr, j, password)
 			if err != nil {
 				return nil, err
 			}

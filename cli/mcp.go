@@ -13,7 +13,7 @@ import (
 
 	"agentgw/app"
 	"agentgw/config"
-	"agentgw/mcpserver"
+	"agentgw/mcpface"
 	"agentgw/metrics"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -48,7 +48,7 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if err != nil {
 		return err
 	}
-	var tokens []mcpserver.Token
+	var tokens []mcpface.Token
 	if *httpAddr != "" {
 		if err := mcpHTTPAllowed(*httpAddr, cfg.MCP); err != nil {
 			return err
@@ -56,7 +56,7 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		for _, t := range cfg.MCP.Tokens {
 			for _, a := range accounts {
 				if a.JID.String() == t.Account {
-					tokens = append(tokens, mcpserver.Token{Value: t.Token, Account: t.Account, Scopes: t.Scopes})
+					tokens = append(tokens, mcpface.Token{Value: t.Token, Account: t.Account, Scopes: t.Scopes})
 				}
 			}
 		}
@@ -84,7 +84,7 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		}
 		return fmt.Errorf("mcp stdio: %w", err)
 	}
-	h := mcpserver.NewHTTPHandler(servers, tokens, mcpserver.HTTPOptions{Log: log, AllowedOrigins: cfg.MCP.AllowedOrigins,
+	h := mcpface.NewHTTPHandler(servers, tokens, mcpface.HTTPOptions{Log: log, AllowedOrigins: cfg.MCP.AllowedOrigins,
 		MaxSessionsPerToken: cfg.MCP.MaxSessionsPerToken, Metrics: metrics.Handler()})
 	return serveMCPHTTP(ctx, *httpAddr, cfg.MCP, h, log)
 }
@@ -131,12 +131,12 @@ func serveMCPHTTP(ctx context.Context, addr string, m *config.MCPServer, h http.
 	if err != nil {
 		return fmt.Errorf("mcp http: %w", err)
 	}
-	hs := mcpserver.NewHTTPServer(h)
+	hs := mcpface.NewHTTPServer(h)
 	scheme := "http"
 	if m.TLSCert != "" {
 		scheme = "https"
 	}
-	log.Info("mcp http listening", "url", scheme+"://"+ln.Addr().String()+mcpserver.Path)
+	log.Info("mcp http listening", "url", scheme+"://"+ln.Addr().String()+mcpface.Path)
 	errc := make(chan error, 1)
 	go func() {
 		if m.TLSCert != "" {

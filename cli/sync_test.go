@@ -8,11 +8,11 @@ import (
 	"strings"
 	"testing"
 
-	"agentgw/runtime/mcp/mcptest"
+	"agentgw/runtime/mcpclient/mcptest"
 )
 
 // mcpServeEnv makes the test binary the stdio MCP fixture server
-// (runtime/mcp/mcptest); with the value "crashable" its tool list has two
+// (runtime/mcpclient/mcptest); with the value "crashable" its tool list has two
 // more tools.
 const mcpServeEnv = "AGENTGW_CLI_MCPTEST_SERVE"
 

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"agentgw/mcpserver/scope"
+	"agentgw/mcpface/scope"
 )
 
 // The answerers an [[endpoint]] chat key may name (package chat,

@@ -66,7 +66,7 @@ type File struct {
 	// Endpoints are the [[endpoint]] tables: hosted endpoints and the
 	// runtime that executes their tools.
 	Endpoints []EndpointFile `toml:"endpoint"`
-	// MCP is the [mcp] table of `agentgw mcp` (mcpserver.go).
+	// MCP is the [mcp] table of `agentgw mcp` (mcpface.go).
 	MCP MCPServerFile `toml:"mcp"`
 	// Chat is the [chat] table of the Human Messaging profile (chat.go).
 	Chat ChatFile `toml:"chat"`
@@ -318,7 +318,7 @@ type Endpoint struct {
 
 // MCPEndpoint is the validated configuration of an [[endpoint]] with
 // runtime "mcp" besides Command, Dir and Env: the upstream MCP server
-// (package runtime/mcp, docs/mcp.md). Paths are absolute. Credentials are
+// (package runtime/mcpclient, docs/mcp.md). Paths are absolute. Credentials are
 // never held here, only the files and variable names they come from.
 type MCPEndpoint struct {
 	// URL is the Streamable HTTP endpoint; exactly one of URL and

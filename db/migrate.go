@@ -434,7 +434,7 @@ const maxBackupSuffix = 99
 
 // Schema is one SQLite database's schema, as the one migration runner
 // (Schema.Migrate) keeps it: the gateway's (schema.sql and migrations
-// above) and the store of `agentgw mcp` (mcpserver/store.go) follow the
+// above) and the store of `agentgw mcp` (mcpface/store.go) follow the
 // same rules.
 type Schema struct {
 	// Name names the database in errors ("db", "mcp store").

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"agentgw/adhoc"
-	"agentgw/client"
+	"agentgw/c2s"
 	"agentgw/internal/harness"
 	"agentgw/internal/xsdtest"
 )
@@ -355,7 +355,7 @@ func checkAdhoc(t *testing.T, stdout []byte, stderr string) {
 func TestAdhocSessionSurvivesRestart(t *testing.T) {
 	need(t)
 	withTaskEndpoints(t)
-	send := func(c *client.Client, body string) adhoc.Command {
+	send := func(c *c2s.Client, body string) adhoc.Command {
 		t.Helper()
 		el, raw := iq(t, c, "set", demoEndpoint, body)
 		if typ, _ := el.AttrValue("type"); typ != "result" {

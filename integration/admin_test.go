@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"agentgw/api"
-	"agentgw/client"
+	"agentgw/c2s"
 	"agentgw/internal/harness"
 	"agentgw/manifest"
 	"agentgw/wire"
@@ -45,7 +45,7 @@ func mustManifest(t *testing.T, doc string) *manifest.Manifest {
 }
 
 // gatewayIQ sends a provisioning IQ to the gateway.
-func gatewayIQ(t *testing.T, c *client.Client, typ, payload string) (wire.Element, string) {
+func gatewayIQ(t *testing.T, c *c2s.Client, typ, payload string) (wire.Element, string) {
 	t.Helper()
 	return iq(t, c, typ, harness.ComponentDomain, payload)
 }
@@ -65,7 +65,7 @@ func TestAdminProvisioning(t *testing.T) {
 	})
 	m1 := mustManifest(t, provManifest("1", "Provisioned"))
 	m2 := mustManifest(t, provManifest("2", "Provisioned Two"))
-	op := func(c *client.Client, typ, name, attrs, body string) (wire.Element, string) {
+	op := func(c *c2s.Client, typ, name, attrs, body string) (wire.Element, string) {
 		return gatewayIQ(t, c, typ, `<`+name+` xmlns='urn:xmpp:agent-api:0' `+attrs+`>`+body+`</`+name+`>`)
 	}
 	want := func(step, raw, cond string) {
@@ -214,7 +214,7 @@ func TestSelfRegistration(t *testing.T) {
 	}
 
 	for name, tc := range map[string]struct {
-		c   *client.Client
+		c   *c2s.Client
 		doc string
 	}{
 		"another account":  {bot, strings.ReplaceAll(doc, botJID, "alice@"+harness.HomeDomain)},

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"agentgw/client"
+	"agentgw/c2s"
 	"agentgw/internal/harness"
 )
 
@@ -53,7 +53,7 @@ func withChat(t *testing.T) {
 
 // messagesFrom collects the messages from `from` that arrive at c until
 // done returns true for the list so far, or the wait ends.
-func messagesFrom(t *testing.T, c *client.Client, from string, done func([]string) bool) []string {
+func messagesFrom(t *testing.T, c *c2s.Client, from string, done func([]string) bool) []string {
 	t.Helper()
 	var got, other []string
 	timeout := time.After(20 * time.Second)

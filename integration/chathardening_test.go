@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"agentgw/mcpserver"
+	"agentgw/mcpface"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -21,7 +21,7 @@ func TestChatQueueHTTPHardening(t *testing.T) {
 	need(t)
 	url := withChatQueueKeys(t, `allowed_origins = ["https://app.example.org"]
 max_sessions_per_token = 2`)
-	base := strings.TrimSuffix(url, mcpserver.Path)
+	base := strings.TrimSuffix(url, mcpface.Path)
 	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`
 	bodies := []string{initialize,
 		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"PopMessage","arguments":{}}}`,
@@ -29,7 +29,7 @@ max_sessions_per_token = 2`)
 	}
 	do := requester(t, base, chatQueueToken)
 	for _, h := range []map[string]string{{"Origin": "https://evil.example"}, {"Origin": "null"}, {"Host": "rebound.example"}, {"Host": "rebound.example:80"}} {
-		for _, path := range []string{mcpserver.Path, mcpserver.MetricsPath, "/", "/.well-known/oauth-protected-resource"} {
+		for _, path := range []string{mcpface.Path, mcpface.MetricsPath, "/", "/.well-known/oauth-protected-resource"} {
 			for _, b := range bodies {
 				if code, _ := do("POST", path, b, h); code != http.StatusForbidden {
 					t.Errorf("%v POST %s %.50s: %d", h, path, b, code)
@@ -43,22 +43,22 @@ max_sessions_per_token = 2`)
 		}
 	}
 	// The allowed Origin opens a session (the first of the token's two).
-	if code, body := do("POST", mcpserver.Path, initialize, map[string]string{"Origin": "https://app.example.org"}); code != http.StatusOK {
+	if code, body := do("POST", mcpface.Path, initialize, map[string]string{"Origin": "https://app.example.org"}); code != http.StatusOK {
 		t.Errorf("allowed origin: %d %s", code, body)
 	}
 	// The second session; a third initialize is refused.
 	cs := connectChat(t, url)
-	code, body := do("POST", mcpserver.Path, initialize, nil)
+	code, body := do("POST", mcpface.Path, initialize, nil)
 	if code != http.StatusTooManyRequests || !strings.Contains(body, "max_sessions_per_token") {
 		t.Errorf("a third session: %d %s", code, body)
 	}
 
-	// At most mcpserver.MaxWaitsPerToken WaitForMessage calls at once:
+	// At most mcpface.MaxWaitsPerToken WaitForMessage calls at once:
 	// of one more, one is refused at once, and the others wait.
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	refused, waited := 0, 0
-	for range mcpserver.MaxWaitsPerToken + 1 {
+	for range mcpface.MaxWaitsPerToken + 1 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -72,7 +72,7 @@ max_sessions_per_token = 2`)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
-			case strings.Contains(text, mcpserver.WaitRefused) && time.Since(start) < 5*time.Second:
+			case strings.Contains(text, mcpface.WaitRefused) && time.Since(start) < 5*time.Second:
 				refused++
 			case strings.Contains(text, "no message in 10 seconds"):
 				waited++
@@ -82,8 +82,8 @@ max_sessions_per_token = 2`)
 		}()
 	}
 	wg.Wait()
-	if refused != 1 || waited != mcpserver.MaxWaitsPerToken {
-		t.Errorf("%d WaitForMessage calls at once: %d refused, %d waited", mcpserver.MaxWaitsPerToken+1, refused, waited)
+	if refused != 1 || waited != mcpface.MaxWaitsPerToken {
+		t.Errorf("%d WaitForMessage calls at once: %d refused, %d waited", mcpface.MaxWaitsPerToken+1, refused, waited)
 	}
 	if r := chatCall(t, cs, "WaitForMessage", map[string]any{"TimeoutSeconds": 1}); strings.Contains(r, "in progress") {
 		t.Errorf("after the waits: %s", r)

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"agentgw/client"
+	"agentgw/c2s"
 	"agentgw/internal/harness"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -77,7 +77,7 @@ func connectChat(t *testing.T, url string) *mcp.ClientSession {
 
 // online logs in and sends available presence, so that messages to the
 // bare JID reach the session.
-func online(t *testing.T, local, domain string) *client.Client {
+func online(t *testing.T, local, domain string) *c2s.Client {
 	t.Helper()
 	c := login(t, local, domain)
 	if err := c.SendRaw(context.Background(), `<presence/>`); err != nil {
@@ -87,7 +87,7 @@ func online(t *testing.T, local, domain string) *client.Client {
 }
 
 // sendChat sends a chat with a receipt request and waits for the receipt.
-func sendChat(t *testing.T, c *client.Client, to, id, text string) {
+func sendChat(t *testing.T, c *c2s.Client, to, id, text string) {
 	t.Helper()
 	if err := c.SendRaw(context.Background(), `<message type="chat" id="`+id+`" to="`+to+`"><body>`+text+`</body><request xmlns="urn:xmpp:receipts"/></message>`); err != nil {
 		t.Fatal(err)

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"agentgw/client"
+	"agentgw/c2s"
 	"agentgw/db"
 	"agentgw/internal/harness"
 	"agentgw/task"
@@ -83,7 +83,7 @@ func TestCrash(t *testing.T) {
 	}
 	// Every task payload received, answers and events, is validated.
 	w := newTaskWire(t)
-	conns := make([]*client.Client, crashConns)
+	conns := make([]*c2s.Client, crashConns)
 	for i := range conns {
 		conns[i] = login(t, "alice", harness.HomeDomain)
 		w.drain(conns[i])
@@ -104,7 +104,7 @@ func TestCrash(t *testing.T) {
 	}()
 	for i := 0; i < crashWorkers; i++ {
 		wg.Add(1)
-		go func(c *client.Client) {
+		go func(c *c2s.Client) {
 			defer wg.Done()
 			for r := range work {
 				for ctx.Err() == nil {
@@ -168,7 +168,7 @@ func TestCrash(t *testing.T) {
 	close(replay)
 	for i := 0; i < crashWorkers; i++ {
 		wg.Add(1)
-		go func(c *client.Client) {
+		go func(c *c2s.Client) {
 			defer wg.Done()
 			for r := range replay {
 				for ctx.Err() == nil {
@@ -307,7 +307,7 @@ func TestCrash(t *testing.T) {
 var errRetry = errors.New("retry")
 
 // crashInvoke sends r's invocation once and returns the task ID accepted.
-func crashInvoke(ctx context.Context, c *client.Client, w *taskWire, r *crashRequest, stats *crashStats) (string, error) {
+func crashInvoke(ctx context.Context, c *c2s.Client, w *taskWire, r *crashRequest, stats *crashStats) (string, error) {
 	stats.sent.Add(1)
 	ictx, cancel := context.WithTimeout(ctx, crashIQTimeout)
 	defer cancel()

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"agentgw/client"
+	"agentgw/c2s"
 	"agentgw/db"
 	"agentgw/internal/harness"
 	"agentgw/task"
@@ -34,11 +34,11 @@ func TestBackupDuringLoad(t *testing.T) {
 		stop     = make(chan struct{})
 		wg       sync.WaitGroup
 	)
-	conns := []*client.Client{login(t, "alice", harness.HomeDomain), login(t, "alice", harness.HomeDomain)}
+	conns := []*c2s.Client{login(t, "alice", harness.HomeDomain), login(t, "alice", harness.HomeDomain)}
 	run := newRequestID(t)[4:16]
 	for i := 0; i < 8; i++ {
 		wg.Add(1)
-		go func(c *client.Client, worker int) {
+		go func(c *c2s.Client, worker int) {
 			defer wg.Done()
 			for n := 0; ; n++ {
 				select {

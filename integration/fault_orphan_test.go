@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"agentgw/client"
+	"agentgw/c2s"
 	"agentgw/internal/harness"
 	"agentgw/task"
 )
@@ -121,7 +121,7 @@ func pidsIn(t *testing.T, file string) []int {
 }
 
 // awaitRunning polls a task until it is running.
-func awaitRunning(t *testing.T, w *taskWire, c *client.Client, ep, taskID string) {
+func awaitRunning(t *testing.T, w *taskWire, c *c2s.Client, ep, taskID string) {
 	t.Helper()
 	for deadline := time.Now().Add(30 * time.Second); ; {
 		el, raw := w.taskIQ(c, "get", ep, marshalTask(t, task.TaskStateRequest{TaskID: taskID}))

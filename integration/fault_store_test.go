@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"agentgw/client"
+	"agentgw/c2s"
 	"agentgw/internal/harness"
 	"agentgw/task"
 )
@@ -30,13 +30,13 @@ const lockHold = 25 * time.Second
 
 // ledgerInvoke sends one invocation of the ledger tool and returns the
 // task ID accepted, or the raw answer of a refusal (with an empty ID).
-func ledgerInvoke(t *testing.T, w *taskWire, c *client.Client, key string, delayMS int) (taskID, raw string) {
+func ledgerInvoke(t *testing.T, w *taskWire, c *c2s.Client, key string, delayMS int) (taskID, raw string) {
 	t.Helper()
 	_, hash := activeVersion(t, ledgerEndpoint)
 	return ledgerInvokeHash(t, w, c, hash, key, delayMS)
 }
 
-func ledgerInvokeHash(t *testing.T, w *taskWire, c *client.Client, hash, key string, delayMS int) (taskID, raw string) {
+func ledgerInvokeHash(t *testing.T, w *taskWire, c *c2s.Client, hash, key string, delayMS int) (taskID, raw string) {
 	t.Helper()
 	inv := marshalTask(t, task.Invoke{
 		RequestID: newRequestID(t), Tool: ledgerTool, APIVersion: ledgerVersion, ManifestHash: mustDigest(t, hash),
@@ -58,7 +58,7 @@ func ledgerInvokeHash(t *testing.T, w *taskWire, c *client.Client, hash, key str
 }
 
 // taskResult fetches a settled task's result payload.
-func taskResult(t *testing.T, w *taskWire, c *client.Client, taskID string) string {
+func taskResult(t *testing.T, w *taskWire, c *c2s.Client, taskID string) string {
 	t.Helper()
 	_, raw := w.taskIQ(c, "get", ledgerEndpoint, marshalTask(t, task.TaskResultRequest{TaskID: taskID}))
 	return raw

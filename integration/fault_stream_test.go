@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"agentgw/client"
+	"agentgw/c2s"
 	"agentgw/db"
 	"agentgw/internal/harness"
 	"agentgw/task"
@@ -54,7 +54,7 @@ func newEventLog(w *taskWire) *eventLog {
 }
 
 // watch records the events c receives until its session ends.
-func (l *eventLog) watch(c *client.Client) {
+func (l *eventLog) watch(c *c2s.Client) {
 	l.w.drains.Add(1)
 	go func() {
 		defer l.w.drains.Done()
@@ -117,7 +117,7 @@ func terminalEvent(ev task.Event) bool {
 }
 
 // invokeDemo invokes a demo tool as c and returns the task ID accepted.
-func invokeDemo(t *testing.T, w *taskWire, c *client.Client, tool, args string) string {
+func invokeDemo(t *testing.T, w *taskWire, c *c2s.Client, tool, args string) string {
 	t.Helper()
 	version, hash := activeVersion(t, demoEndpoint)
 	inv := task.Invoke{RequestID: newRequestID(t), Tool: tool, APIVersion: version, ManifestHash: mustDigest(t, hash), Arguments: args}
@@ -136,7 +136,7 @@ func invokeDemo(t *testing.T, w *taskWire, c *client.Client, tool, args string) 
 // awaitTerminal polls the task's state until it is terminal, for up to
 // limit: the counts of TestFaultProsodyStopped run far slower than their
 // nominal 30 s on a loaded machine, past awaitSettled's patience.
-func awaitTerminal(t *testing.T, w *taskWire, c *client.Client, ep, id string, limit time.Duration) task.TaskState {
+func awaitTerminal(t *testing.T, w *taskWire, c *c2s.Client, ep, id string, limit time.Duration) task.TaskState {
 	t.Helper()
 	deadline := time.Now().Add(limit)
 	for {
@@ -351,14 +351,14 @@ const (
 // restarts: every user of it gets the current client, or a new one.
 type liveSession struct {
 	mu     sync.Mutex
-	c      *client.Client
+	c      *c2s.Client
 	t      *testing.T
 	events *eventLog
 }
 
 // get returns a connected client, dialing again (until ctx ends) when the
 // last one's session has ended.
-func (s *liveSession) get(ctx context.Context) (*client.Client, error) {
+func (s *liveSession) get(ctx context.Context) (*c2s.Client, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.c != nil {
@@ -370,7 +370,7 @@ func (s *liveSession) get(ctx context.Context) (*client.Client, error) {
 	}
 	for {
 		dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		c, err := client.Dial(dctx, suite.env.ProsodyC2S, jid.MustParse("alice@"+harness.HomeDomain), password)
+		c, err := c2s.Dial(dctx, suite.env.ProsodyC2S, jid.MustParse("alice@"+harness.HomeDomain), password)
 		if err == nil {
 			// Available, so that an event addressed to a resource that
 			// died with the server reaches alice's other resources, or

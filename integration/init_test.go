@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"agentgw/client"
+	"agentgw/c2s"
 	"agentgw/internal/harness"
 
 	"mellium.im/xmpp/jid"
@@ -43,7 +43,7 @@ func snippetAfter(t *testing.T, out, header string) string {
 // then serve, with the written configuration changed by edit (if not nil). It returns
 // the environment, init's directory and output, the gateway and alice
 // (home.example) logged in.
-func quickStart(t *testing.T, ctx context.Context, edit func(string) string) (env *harness.Env, dir, out string, g *gatewayProc, alice *client.Client) {
+func quickStart(t *testing.T, ctx context.Context, edit func(string) string) (env *harness.Env, dir, out string, g *gatewayProc, alice *c2s.Client) {
 	t.Helper()
 	env = harness.StartT(t, harness.Options{})
 	if err := env.Register(ctx, "alice", harness.HomeDomain, password); err != nil {
@@ -93,7 +93,7 @@ func quickStart(t *testing.T, ctx context.Context, edit func(string) string) (en
 		t.Fatalf("serve: %v", err)
 	}
 	t.Cleanup(g.stop)
-	alice, err = client.Dial(ctx, env.ProsodyC2S, jid.MustParse("alice@"+harness.HomeDomain), password)
+	alice, err = c2s.Dial(ctx, env.ProsodyC2S, jid.MustParse("alice@"+harness.HomeDomain), password)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,7 +304,7 @@ func TestInitEjabberd(t *testing.T) {
 		t.Fatalf("serve: %v", err)
 	}
 	t.Cleanup(g.stop)
-	bob, err := client.Dial(ctx, env.EjabberdC2S, jid.MustParse("bob@"+harness.RemoteDomain), password)
+	bob, err := c2s.Dial(ctx, env.EjabberdC2S, jid.MustParse("bob@"+harness.RemoteDomain), password)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"agentgw/client"
+	"agentgw/c2s"
 	"agentgw/db"
 	"agentgw/internal/harness"
 	"agentgw/manifest"
@@ -314,7 +314,7 @@ func need(t testing.TB) {
 }
 
 // login connects a test user on its home server.
-func login(t testing.TB, local, domain string) *client.Client {
+func login(t testing.TB, local, domain string) *c2s.Client {
 	t.Helper()
 	addr := suite.env.ProsodyC2S
 	if domain == harness.RemoteDomain {
@@ -322,7 +322,7 @@ func login(t testing.TB, local, domain string) *client.Client {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	c, err := client.Dial(ctx, addr, jid.MustParse(local+"@"+domain), password)
+	c, err := c2s.Dial(ctx, addr, jid.MustParse(local+"@"+domain), password)
 	if err != nil {
 		t.Fatalf("login %s@%s: %v", local, domain, err)
 	}
@@ -331,7 +331,7 @@ func login(t testing.TB, local, domain string) *client.Client {
 }
 
 // iq sends an IQ and parses the answer.
-func iq(t testing.TB, c *client.Client, typ, to, payload string) (wire.Element, string) {
+func iq(t testing.TB, c *c2s.Client, typ, to, payload string) (wire.Element, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

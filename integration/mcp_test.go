@@ -18,9 +18,9 @@ import (
 	"time"
 
 	"agentgw/api"
-	"agentgw/client"
+	"agentgw/c2s"
 	"agentgw/internal/harness"
-	"agentgw/runtime/mcp/mcptest"
+	"agentgw/runtime/mcpclient/mcptest"
 	"agentgw/task"
 )
 
@@ -28,11 +28,11 @@ import (
 // behind Prosody. everything runs @modelcontextprotocol/server-everything
 // over stdio exactly as the Quick start of docs/mcp.md says; everything-http
 // runs it over Streamable HTTP, started here on a loopback port; fixture runs
-// this test binary as the stdio fixture server of runtime/mcp/mcptest, whose
+// this test binary as the stdio fixture server of runtime/mcpclient/mcptest, whose
 // tool list a file decides.
 const (
 	// everythingEnv names server-everything's dist/index.js, as for the
-	// tests of runtime/mcp; scripts/test installs it and sets it.
+	// tests of runtime/mcpclient; scripts/test installs it and sets it.
 	everythingEnv = "AGENTGW_MCP_EVERYTHING"
 	// mcpFixtureEnv makes the test binary the fixture server; its value
 	// is the file that decides the tool list ("crashable": two more).
@@ -386,7 +386,7 @@ func upstreamToolsList(t *testing.T, e *mcpEnv) []json.RawMessage {
 
 // servedManifest retrieves the active manifest with <manifest-request/>
 // and returns its tools by name.
-func servedManifest(t *testing.T, c *client.Client, ep string) (version string, tools map[string]map[string]json.RawMessage, raw []json.RawMessage) {
+func servedManifest(t *testing.T, c *c2s.Client, ep string) (version string, tools map[string]map[string]json.RawMessage, raw []json.RawMessage) {
 	t.Helper()
 	el, rawIQ := iq(t, c, "get", ep, `<manifest-request xmlns='urn:xmpp:agent-api:0'/>`)
 	m, err := api.ParseManifest(apiResult(t, el, rawIQ))

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"agentgw/mcpserver"
+	"agentgw/mcpface"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -32,7 +32,7 @@ func subscribeTo(t *testing.T, cs *mcpSession, account string, contact string, a
 	mustSucceed(t, cs.ClientSession, "RequestPresenceSubscription", map[string]any{"To": contact})
 	answer(`<presence type="subscribed" to="` + account + `"/>`)
 	eventually(t, "subscription to "+contact, func() bool {
-		rr, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: mcpserver.ContactURI(contact)})
+		rr, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: mcpface.ContactURI(contact)})
 		return err == nil && strings.Contains(rr.Contents[0].Text, `"Subscription":"to"`)
 	})
 }
@@ -57,7 +57,7 @@ func queuedBy(t *testing.T, cs *mcpSession) map[string]int {
 // mcpScrape returns the value of one series of the HTTP listener's /metrics.
 func mcpScrape(t *testing.T, url, token, series string) float64 {
 	t.Helper()
-	req, _ := http.NewRequest("GET", strings.TrimSuffix(url, mcpserver.Path)+mcpserver.MetricsPath, nil)
+	req, _ := http.NewRequest("GET", strings.TrimSuffix(url, mcpface.Path)+mcpface.MetricsPath, nil)
 	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -200,12 +200,12 @@ func TestMCPServerHTTPHardening(t *testing.T) {
 	}
 	f.Close()
 	url, _, _ := startMCPHTTP(t, a)
-	base := strings.TrimSuffix(url, mcpserver.Path)
+	base := strings.TrimSuffix(url, mcpface.Path)
 	full := connectHTTP(t, url, mcpFullToken)
 	dave := remoteUser(t, "dave")
 	sendRaw(t, dave, `<message type="chat" to="`+a.jid+`"><body>secret plans</body></message>`)
 	r := mustSucceed(t, full.ClientSession, "WaitForMessage", map[string]any{"TimeoutSeconds": 60})
-	mid := mcpserver.MessageURI(r["MessageId"].(string))
+	mid := mcpface.MessageURI(r["MessageId"].(string))
 
 	// Resources.List (and Read) without Tools.Message.Get: no message.
 	for _, tok := range []string{listToken, readToken} {
@@ -248,7 +248,7 @@ func TestMCPServerHTTPHardening(t *testing.T) {
 		return code
 	}
 	for _, h := range []map[string]string{{"Origin": "https://evil.example"}, {"Origin": "null"}, {"Host": "rebound.example"}} {
-		for _, path := range []string{mcpserver.Path, mcpserver.MetricsPath, "/", "/.well-known/oauth-protected-resource"} {
+		for _, path := range []string{mcpface.Path, mcpface.MetricsPath, "/", "/.well-known/oauth-protected-resource"} {
 			for _, b := range bodies {
 				if code := do("POST", path, b, h); code != http.StatusForbidden {
 					t.Errorf("%v POST %s %.50s: %d", h, path, b, code)
@@ -264,7 +264,7 @@ func TestMCPServerHTTPHardening(t *testing.T) {
 	if q := queuedBy(t, full); q[bareOf(dave)] != 1 {
 		t.Errorf("a refused request popped the message: %v", q)
 	}
-	if code := do("POST", mcpserver.Path, bodies[0], map[string]string{"Origin": "https://app.example.org"}); code != http.StatusOK {
+	if code := do("POST", mcpface.Path, bodies[0], map[string]string{"Origin": "https://app.example.org"}); code != http.StatusOK {
 		t.Errorf("allowed origin: %d", code)
 	}
 

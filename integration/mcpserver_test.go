@@ -17,10 +17,10 @@ import (
 	"testing"
 	"time"
 
-	"agentgw/client"
+	"agentgw/c2s"
 	"agentgw/internal/harness"
 	"agentgw/internal/testwait"
-	"agentgw/mcpserver"
+	"agentgw/mcpface"
 	"agentgw/wire"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -118,7 +118,7 @@ scopes = ["OAUTH.Scope.MCP.XMPP.Tools.Message.Send"]
 
 // remoteUser registers a fresh ejabberd account, logs it in and sends
 // initial presence after fetching the roster.
-func remoteUser(t *testing.T, name string) *client.Client {
+func remoteUser(t *testing.T, name string) *c2s.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -214,13 +214,13 @@ func mustSucceed(t *testing.T, cs *mcp.ClientSession, name string, args map[stri
 }
 
 // readContact reads the xmpp: resource of bare.
-func readContact(t *testing.T, cs *mcp.ClientSession, bare string) mcpserver.Contact {
+func readContact(t *testing.T, cs *mcp.ClientSession, bare string) mcpface.Contact {
 	t.Helper()
-	res, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: mcpserver.ContactURI(bare)})
+	res, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: mcpface.ContactURI(bare)})
 	if err != nil {
 		t.Fatalf("read %s: %v", bare, err)
 	}
-	var c mcpserver.Contact
+	var c mcpface.Contact
 	if err := json.Unmarshal([]byte(res.Contents[0].Text), &c); err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +250,7 @@ func (m *mcpSession) awaitEvent(t *testing.T, want string) {
 }
 
 // awaitMessage returns the next message stanza c receives from bare.
-func awaitMessage(t *testing.T, c *client.Client, from string) wire.Element {
+func awaitMessage(t *testing.T, c *c2s.Client, from string) wire.Element {
 	t.Helper()
 	deadline := time.After(30 * time.Second)
 	for {
@@ -272,7 +272,7 @@ func awaitMessage(t *testing.T, c *client.Client, from string) wire.Element {
 	}
 }
 
-func bareOf(c *client.Client) string { return c.JID().Bare().String() }
+func bareOf(c *c2s.Client) string { return c.JID().Bare().String() }
 
 func TestMCPServerStdio(t *testing.T) {
 	a := newMCPAccount(t, "")
@@ -283,7 +283,7 @@ func TestMCPServerStdio(t *testing.T) {
 	}
 	dave := remoteUser(t, "dave")
 	daveJID := bareOf(dave)
-	daveURI := mcpserver.ContactURI(daveJID)
+	daveURI := mcpface.ContactURI(daveJID)
 	if err := m.Subscribe(ctx, &mcp.SubscribeParams{URI: daveURI}); err != nil {
 		t.Fatal(err)
 	}
@@ -328,7 +328,7 @@ func TestMCPServerStdio(t *testing.T) {
 				return false
 			}
 			for _, r := range res.Resources {
-				if r.URI == mcpserver.ContactURI(bareOf(erin)) {
+				if r.URI == mcpface.ContactURI(bareOf(erin)) {
 					return readContact(t, m.ClientSession, bareOf(erin)).PendingIn
 				}
 			}
@@ -410,7 +410,7 @@ func TestMCPServerStdio(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var h mcpserver.MessageResponse
+		var h mcpface.MessageResponse
 		json.Unmarshal([]byte(rr.Contents[0].Text), &h)
 		if *h.Type != "Headline" || h.Body != "news" || !strings.Contains(h.ContentXml, "jabber:x:oob") {
 			t.Fatalf("headline: %+v", h)
@@ -455,7 +455,7 @@ func TestMCPServerStdio(t *testing.T) {
 
 	t.Run("roster", func(t *testing.T) {
 		frank := "frank@" + harness.RemoteDomain
-		frankURI := mcpserver.ContactURI(frank)
+		frankURI := mcpface.ContactURI(frank)
 		mustSucceed(t, m.ClientSession, "AddToRoster", map[string]any{"BareJid": frank, "NickName": "Frank", "Groups": []string{"Friends", "Work"}})
 		eventually(t, "frank in roster", func() bool {
 			res, _ := m.ListResources(ctx, nil)

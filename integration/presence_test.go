@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"agentgw/client"
+	"agentgw/c2s"
 	"agentgw/db"
 	"agentgw/internal/harness"
 	"agentgw/wire"
@@ -55,7 +55,7 @@ func endpointCLI(t *testing.T, verb string, args ...string) {
 // (Prosody delivers subscribed and unsubscribed only to resources that did)
 // and sends initial presence (presence goes to available resources only; on
 // Prosody this also probes every contact the account is subscribed to).
-func goOnline(t *testing.T, c *client.Client) {
+func goOnline(t *testing.T, c *c2s.Client) {
 	t.Helper()
 	if el, raw := iq(t, c, "get", "", `<query xmlns='jabber:iq:roster'/>`); attr(el, "type") != "result" {
 		t.Fatalf("roster fetch: %s", raw)
@@ -63,7 +63,7 @@ func goOnline(t *testing.T, c *client.Client) {
 	sendRaw(t, c, `<presence/>`)
 }
 
-func sendRaw(t *testing.T, c *client.Client, s string) {
+func sendRaw(t *testing.T, c *c2s.Client, s string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -81,7 +81,7 @@ type presence struct {
 // awaitPresence returns the next presence from the bare JID from, skipping
 // everything else (other contacts, the account's own resources), or fails
 // after timeout.
-func awaitPresence(t *testing.T, c *client.Client, from string, timeout time.Duration) presence {
+func awaitPresence(t *testing.T, c *c2s.Client, from string, timeout time.Duration) presence {
 	t.Helper()
 	deadline := time.After(timeout)
 	for {

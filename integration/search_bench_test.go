@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"agentgw/client"
+	"agentgw/c2s"
 	"agentgw/db"
 	"agentgw/internal/harness"
 	"agentgw/manifest"
@@ -248,7 +248,7 @@ func BenchmarkSearchVsVjud(b *testing.B) {
 // side is one service of BenchmarkSearchVsVjud and what it measured.
 type side struct {
 	name              string
-	c                 *client.Client
+	c                 *c2s.Client
 	to                string
 	check             func(raw string) error // the first search answer
 	floor, srch, over []time.Duration

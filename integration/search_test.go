@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"agentgw/client"
+	"agentgw/c2s"
 	"agentgw/internal/harness"
 	"agentgw/search"
 	"agentgw/wire"
@@ -72,7 +72,7 @@ func legacySearch(nick, set string) string {
 
 // doSearch sends a search set and parses the answer, which must be a
 // result in the request's mode (form or legacy).
-func doSearch(t *testing.T, c *client.Client, payload string) search.Result {
+func doSearch(t *testing.T, c *c2s.Client, payload string) search.Result {
 	t.Helper()
 	el, raw := iq(t, c, "set", harness.ComponentDomain, payload)
 	if typ, _ := el.AttrValue("type"); typ != "result" {
@@ -97,7 +97,7 @@ func doSearch(t *testing.T, c *client.Client, payload string) search.Result {
 
 // searchAll pages through every result with max per page and returns the
 // JIDs, checking count, first/last and order on every page.
-func searchAll(t *testing.T, c *client.Client, build func(nick, set string) string, nick string, max int) ([]string, int) {
+func searchAll(t *testing.T, c *c2s.Client, build func(nick, set string) string, nick string, max int) ([]string, int) {
 	t.Helper()
 	var all []string
 	count := -1

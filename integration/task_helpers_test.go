@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"agentgw/client"
+	"agentgw/c2s"
 	"agentgw/internal/harness"
 	"agentgw/internal/xsdtest"
 	"agentgw/task"
@@ -203,7 +203,7 @@ func newTaskWire(t *testing.T) *taskWire {
 
 // drain collects the task payloads of every message c receives until its
 // session ends.
-func (w *taskWire) drain(c *client.Client) {
+func (w *taskWire) drain(c *c2s.Client) {
 	w.drains.Add(1)
 	go func() {
 		defer w.drains.Done()
@@ -316,7 +316,7 @@ func (w *taskWire) check() {
 }
 
 // taskIQ sends an IQ, collects its task payloads, and returns the answer.
-func (w *taskWire) taskIQ(c *client.Client, typ, to, payload string) (wire.Element, string) {
+func (w *taskWire) taskIQ(c *c2s.Client, typ, to, payload string) (wire.Element, string) {
 	w.t.Helper()
 	el, raw := iq(w.t, c, typ, to, payload)
 	w.stanza(raw)
@@ -344,7 +344,7 @@ func newRequestID(t *testing.T) string {
 }
 
 // awaitSettled polls the task state until the task is terminal.
-func (w *taskWire) awaitSettled(c *client.Client, ep, taskID string) task.TaskState {
+func (w *taskWire) awaitSettled(c *c2s.Client, ep, taskID string) task.TaskState {
 	w.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"agentgw/client"
+	"agentgw/c2s"
 	"agentgw/internal/harness"
 	"agentgw/runtime/builtin"
 	"agentgw/task"
@@ -215,7 +215,7 @@ func testNoGrantIsItemNotFound(t *testing.T) {
 		t.Fatalf("nonexistent endpoint: %s", ghost)
 	}
 	for name, c := range map[string]struct {
-		c        *client.Client
+		c        *c2s.Client
 		to, tool string
 	}{
 		"carol, ungranted tool":       {carol, demoEndpoint, "ask"},

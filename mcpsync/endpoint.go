@@ -8,7 +8,7 @@ import (
 
 	"agentgw/config"
 	"agentgw/db"
-	"agentgw/runtime/mcp"
+	"agentgw/runtime/mcpclient"
 )
 
 // SyncTimeout bounds one import an Endpoint runs in the background.
@@ -31,7 +31,7 @@ type EndpointOptions struct {
 	Log *slog.Logger
 	// Adjust, if set, may change the runtime options before the runtime
 	// is built (tests shorten timeouts with it).
-	Adjust func(*mcp.Options)
+	Adjust func(*mcpclient.Options)
 }
 
 // Endpoint is an mcp endpoint hosted by `agentgw serve`: the runtime that
@@ -43,8 +43,8 @@ type Endpoint struct {
 	avail Availability
 	log   *slog.Logger
 	// rt is set once, before ready is closed: the runtime may report its
-	// status (and so ask for an import) before mcp.New has returned.
-	rt    *mcp.Runtime
+	// status (and so ask for an import) before mcpclient.New has returned.
+	rt    *mcpclient.Runtime
 	ready chan struct{}
 
 	// ctx ends at Close; background imports run under it.
@@ -84,7 +84,7 @@ func NewEndpoint(store *db.Store, ep config.Endpoint, opts EndpointOptions) (*En
 	if opts.Adjust != nil {
 		opts.Adjust(&o)
 	}
-	rt, err := mcp.New(o)
+	rt, err := mcpclient.New(o)
 	if err != nil {
 		cancel()
 		return nil, err
@@ -95,7 +95,7 @@ func NewEndpoint(store *db.Store, ep config.Endpoint, opts EndpointOptions) (*En
 }
 
 // Runtime returns the endpoint's runtime, for the task service.
-func (e *Endpoint) Runtime() *mcp.Runtime { return e.rt }
+func (e *Endpoint) Runtime() *mcpclient.Runtime { return e.rt }
 
 // JID returns the endpoint's bare JID.
 func (e *Endpoint) JID() string { return e.jid }
@@ -178,7 +178,7 @@ func (e *Endpoint) loop() {
 
 // onStatus makes presence follow the server and imports again whenever it
 // comes up. The runtime calls it in order; it must not block.
-func (e *Endpoint) onStatus(st mcp.Status) {
+func (e *Endpoint) onStatus(st mcpclient.Status) {
 	if e.avail != nil {
 		if st.Up {
 			e.avail.MarkUp(e.jid)
@@ -189,9 +189,9 @@ func (e *Endpoint) onStatus(st mcp.Status) {
 	switch {
 	case st.Up:
 		e.log.Info("mcp: server up", "server", st.ServerName, "server_version", st.ServerVersion, "protocol", st.ProtocolVersion)
-	case st.State == mcp.StateBackoff:
+	case st.State == mcpclient.StateBackoff:
 		e.log.Warn("mcp: server down; restarting", "at", st.RetryAt.Format(time.RFC3339Nano), "failures", st.Failures, "err", st.LastError)
-	case st.State == mcp.StateStopped && st.Failures > 0:
+	case st.State == mcpclient.StateStopped && st.Failures > 0:
 		e.log.Warn("mcp: server down; the next call starts it", "failures", st.Failures, "err", st.LastError)
 	default:
 		e.log.Debug("mcp: server " + st.State.String())

@@ -2,7 +2,7 @@
 // with runtime "mcp", docs/mcp.md) in step with its MCP server.
 //
 // The gateway owns that manifest, as it does for builtin endpoints. An
-// import (Sync) lists the server's tools through package runtime/mcp,
+// import (Sync) lists the server's tools through package runtime/mcpclient,
 // which derives the version from the content, and records it in the
 // store (db.Store.RecordImport): a changed tool list registers a new
 // immutable version (origin mcp) and activates it; an unchanged list
@@ -28,13 +28,13 @@ import (
 	"agentgw/config"
 	"agentgw/db"
 	"agentgw/manifest"
-	"agentgw/runtime/mcp"
+	"agentgw/runtime/mcpclient"
 )
 
 // Importer lists an MCP server's tools as an endpoint manifest;
-// *mcp.Runtime implements it.
+// *mcpclient.Runtime implements it.
 type Importer interface {
-	Import(ctx context.Context, jid string) (*mcp.Imported, error)
+	Import(ctx context.Context, jid string) (*mcpclient.Imported, error)
 }
 
 // Result is the outcome of one Sync.
@@ -48,8 +48,8 @@ type Result struct {
 	Tools int
 	// Skipped lists the tools left out, with the reason; Notes what was
 	// changed or left out of the tools kept (schema rewrites, members).
-	Skipped []mcp.Skipped
-	Notes   []mcp.Note
+	Skipped []mcpclient.Skipped
+	Notes   []mcpclient.Note
 	// ImportOutcome says what the store changed.
 	db.ImportOutcome
 }
@@ -94,8 +94,8 @@ func Sync(ctx context.Context, store *db.Store, imp Importer, jid string) (*Resu
 // Options returns the runtime options of an [[endpoint]] with runtime
 // "mcp": the config.Endpoint keys, one for one (the table in
 // docs/mcp.md).
-func Options(ep config.Endpoint) mcp.Options {
-	o := mcp.Options{Command: ep.Command, Dir: ep.Dir, Env: ep.Env}
+func Options(ep config.Endpoint) mcpclient.Options {
+	o := mcpclient.Options{Command: ep.Command, Dir: ep.Dir, Env: ep.Env}
 	m := ep.MCP
 	if m == nil {
 		return o

@@ -17,7 +17,7 @@ import (
 	"agentgw/db"
 	"agentgw/internal/testwait"
 	"agentgw/mcpsync"
-	"agentgw/runtime/mcp"
+	"agentgw/runtime/mcpclient"
 )
 
 const endpoint = "tools@agents.example"
@@ -47,7 +47,7 @@ func (s *server) add(name, schema string) {
 		})
 }
 
-// dial fits mcp.Options.Dial.
+// dial fits mcpclient.Options.Dial.
 func (s *server) dial(ctx context.Context) (sdk.Transport, error) {
 	if s.fails.Add(-1) >= 0 {
 		return nil, errors.New("connection refused")
@@ -83,9 +83,9 @@ func newStore(t *testing.T) *db.Store {
 	return s
 }
 
-func newRuntime(t *testing.T, srv *server) *mcp.Runtime {
+func newRuntime(t *testing.T, srv *server) *mcpclient.Runtime {
 	t.Helper()
-	rt, err := mcp.New(mcp.Options{Dial: srv.dial})
+	rt, err := mcpclient.New(mcpclient.Options{Dial: srv.dial})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestSync(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !res.Registered || !res.Changed || !res.Activated || res.Active != res.Version || res.Tools != 1 ||
-		!strings.HasPrefix(res.Version, mcp.VersionPrefix+"-") {
+		!strings.HasPrefix(res.Version, mcpclient.VersionPrefix+"-") {
 		t.Errorf("first sync %+v", res)
 	}
 	if len(res.Skipped) != 1 || res.Skipped[0].Tool != "lookbehind" || !strings.Contains(res.Skipped[0].Reason, "pattern") {
@@ -151,11 +151,11 @@ func TestSync(t *testing.T) {
 
 // importer imports for a fixed JID, whatever it is asked.
 type importer struct {
-	rt  *mcp.Runtime
+	rt  *mcpclient.Runtime
 	jid string
 }
 
-func (i importer) Import(ctx context.Context, _ string) (*mcp.Imported, error) {
+func (i importer) Import(ctx context.Context, _ string) (*mcpclient.Imported, error) {
 	return i.rt.Import(ctx, i.jid)
 }
 
@@ -164,7 +164,7 @@ func TestSyncUnreachableChangesNothing(t *testing.T) {
 	store := newStore(t)
 	srv := newServer()
 	srv.fails.Store(100)
-	rt, err := mcp.New(mcp.Options{Dial: srv.dial, ColdStart: true})
+	rt, err := mcpclient.New(mcpclient.Options{Dial: srv.dial, ColdStart: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +234,7 @@ func newEndpoint(t *testing.T, store *db.Store, srv *server, avail *availability
 	ep := config.Endpoint{JID: endpoint, Runtime: config.RuntimeMCP, MCP: &config.MCPEndpoint{}}
 	e, err := mcpsync.NewEndpoint(store, ep, mcpsync.EndpointOptions{
 		Availability: avail,
-		Adjust: func(o *mcp.Options) {
+		Adjust: func(o *mcpclient.Options) {
 			o.Dial = srv.dial
 			o.BackoffMin, o.BackoffMax = 20*time.Millisecond, 50*time.Millisecond
 		},

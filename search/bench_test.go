@@ -87,7 +87,7 @@ func BenchmarkSearch(b *testing.B) {
 					if bc.pol == scoped {
 						who = carol
 					}
-					q := request(b, search.Request{Nick: bc.nick, RSM: &wire.RSMRequest{Max: ptr(50), After: bc.after}})
+					q := request(b, search.Query{Nick: bc.nick, RSM: &wire.RSMRequest{Max: ptr(50), After: bc.after}})
 					benchSearch(b, svc, bc.pol, who, q, bc.items)
 				})
 			}

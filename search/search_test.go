@@ -64,7 +64,7 @@ func testPolicy() *policy.Policy {
 	}}
 }
 
-func request(t testing.TB, r search.Request) wire.Element {
+func request(t testing.TB, r search.Query) wire.Element {
 	t.Helper()
 	s, err := wire.Marshal(r.TokenReader())
 	if err != nil {
@@ -107,7 +107,7 @@ func TestSearchVisibility(t *testing.T) {
 		{bob, "weather", nil, 0},
 	} {
 		for _, legacy := range []bool{false, true} {
-			res, err := svc.Search(ctx, surface.Request{Type: stanza.SetIQ, Policy: pol, From: tc.who, Payload: request(t, search.Request{Nick: tc.nick, Legacy: legacy})})
+			res, err := svc.Search(ctx, surface.Request{Type: stanza.SetIQ, Policy: pol, From: tc.who, Payload: request(t, search.Query{Nick: tc.nick, Legacy: legacy})})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -117,7 +117,7 @@ func TestSearchVisibility(t *testing.T) {
 		}
 	}
 	// An empty query lists everything visible, like the directory.
-	res, err := svc.Search(ctx, surface.Request{Type: stanza.SetIQ, Policy: pol, From: alice, Payload: request(t, search.Request{})})
+	res, err := svc.Search(ctx, surface.Request{Type: stanza.SetIQ, Policy: pol, From: alice, Payload: request(t, search.Query{})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestSearchVisibility(t *testing.T) {
 		t.Errorf("empty query: count %d, %d items: %+v", res.Set.Count, len(res.Items), res.Items)
 	}
 	// A nil policy denies.
-	if res, err := svc.Search(ctx, surface.Request{Type: stanza.SetIQ, Policy: nil, From: alice, Payload: request(t, search.Request{})}); err != nil || res.Set.Count != 0 {
+	if res, err := svc.Search(ctx, surface.Request{Type: stanza.SetIQ, Policy: nil, From: alice, Payload: request(t, search.Query{})}); err != nil || res.Set.Count != 0 {
 		t.Errorf("nil policy: %+v %v", res, err)
 	}
 }
@@ -150,7 +150,7 @@ func TestSearchPagingAndCap(t *testing.T) {
 		{&wire.RSMRequest{Max: ptr(10), Index: ptr(115)}, 5, "e0115", "e0119", ptr(115)},
 		{&wire.RSMRequest{Max: ptr(0)}, 0, "", "", nil},
 	} {
-		res, err := svc.Search(ctx, surface.Request{Type: stanza.SetIQ, Policy: pol, From: alice, Payload: request(t, search.Request{Nick: "AGENT 0", RSM: tc.rsm})})
+		res, err := svc.Search(ctx, surface.Request{Type: stanza.SetIQ, Policy: pol, From: alice, Payload: request(t, search.Query{Nick: "AGENT 0", RSM: tc.rsm})})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -166,7 +166,7 @@ func TestSearchPagingAndCap(t *testing.T) {
 	// The cap is the configured one, and the default page never exceeds it.
 	small := &search.Service{Store: s, PageMax: 10}
 	for _, rsm := range []*wire.RSMRequest{nil, {Max: ptr(500)}} {
-		res, err := small.Search(ctx, surface.Request{Type: stanza.SetIQ, Policy: pol, From: alice, Payload: request(t, search.Request{RSM: rsm})})
+		res, err := small.Search(ctx, surface.Request{Type: stanza.SetIQ, Policy: pol, From: alice, Payload: request(t, search.Query{RSM: rsm})})
 		if err != nil || len(res.Items) != 10 {
 			t.Errorf("page_max 10, %+v: %d items (%v)", rsm, len(res.Items), err)
 		}

@@ -56,9 +56,9 @@ func ParseFields(q wire.Element) (Fields, error) {
 	return f, nil
 }
 
-// Request is a search submission: the nick, whether it came as the legacy
+// Query is a search submission: the nick, whether it came as the legacy
 // <nick/> (XEP-0055 §2) rather than a data form (§3), and the XEP-0059 set.
-type Request struct {
+type Query struct {
 	Nick   string
 	Legacy bool
 	RSM    *wire.RSMRequest
@@ -66,7 +66,7 @@ type Request struct {
 
 // TokenReader implements xmlstream.Marshaler, writing the request as a
 // client would: the set first, then the form or the legacy field.
-func (r Request) TokenReader() xml.TokenReader {
+func (r Query) TokenReader() xml.TokenReader {
 	var kids []xml.TokenReader
 	if r.RSM != nil {
 		kids = append(kids, r.RSM.TokenReader())
@@ -88,8 +88,8 @@ var (
 
 // ParseRequest reads a search set's <query/>, applying the rules in the
 // package documentation; its errors are surface.ErrBadRequest and surface.ErrNotAcceptable.
-func ParseRequest(q wire.Element) (Request, error) {
-	var req Request
+func ParseRequest(q wire.Element) (Query, error) {
+	var req Query
 	if q.Start.Name != Name {
 		return req, surface.ErrBadRequest
 	}

@@ -53,19 +53,19 @@ func TestFieldsRoundTrip(t *testing.T) {
 func TestRequestRoundTrip(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		v    search.Request
+		v    search.Query
 		xml  string
 	}{
-		{"form", search.Request{Nick: "weather", RSM: &wire.RSMRequest{Max: ptr(50)}},
+		{"form", search.Query{Nick: "weather", RSM: &wire.RSMRequest{Max: ptr(50)}},
 			`<query xmlns='jabber:iq:search'><set xmlns='http://jabber.org/protocol/rsm'><max>50</max></set>` +
 				`<x type='submit' xmlns='jabber:x:data'><field type='hidden' var='FORM_TYPE'><value>jabber:iq:search</value></field><field var='nick'><value>weather</value></field></x></query>`},
-		{"form, empty nick", search.Request{},
+		{"form, empty nick", search.Query{},
 			`<query xmlns='jabber:iq:search'><x type='submit' xmlns='jabber:x:data'><field type='hidden' var='FORM_TYPE'><value>jabber:iq:search</value></field><field var='nick'><value/></field></x></query>`},
-		{"legacy", search.Request{Nick: "Météo & <co>", Legacy: true, RSM: &wire.RSMRequest{Max: ptr(10), After: ptr("a@x")}},
+		{"legacy", search.Query{Nick: "Météo & <co>", Legacy: true, RSM: &wire.RSMRequest{Max: ptr(10), After: ptr("a@x")}},
 			`<query xmlns='jabber:iq:search'><set xmlns='http://jabber.org/protocol/rsm'><max>10</max><after>a@x</after></set><nick>Météo &amp; &lt;co&gt;</nick></query>`},
-		{"legacy, empty nick, last page", search.Request{Legacy: true, RSM: &wire.RSMRequest{Before: ptr("")}},
+		{"legacy, empty nick, last page", search.Query{Legacy: true, RSM: &wire.RSMRequest{Before: ptr("")}},
 			`<query xmlns='jabber:iq:search'><set xmlns='http://jabber.org/protocol/rsm'><before/></set><nick/></query>`},
-		{"index", search.Request{Nick: "x", Legacy: true, RSM: &wire.RSMRequest{Max: ptr(5), Index: ptr(20)}},
+		{"index", search.Query{Nick: "x", Legacy: true, RSM: &wire.RSMRequest{Max: ptr(5), Index: ptr(20)}},
 			`<query xmlns='jabber:iq:search'><set xmlns='http://jabber.org/protocol/rsm'><max>5</max><index>20</index></set><nick>x</nick></query>`},
 	} {
 		roundTrip(t, tc.name, tc.v, tc.xml, search.ParseRequest)

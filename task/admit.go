@@ -9,9 +9,9 @@ import (
 	"mellium.im/xmpp/jid"
 )
 
-// Request is an invocation that passed every admission check that needs
+// Prepared is an invocation that passed every admission check that needs
 // only the pinned manifest: what Admit needs to admit or replay it.
-type Request struct {
+type Prepared struct {
 	// RequestID is the caller's request-id.
 	RequestID string
 	// Caller is the sender's bare JID; Route its full JID.
@@ -53,20 +53,20 @@ type Request struct {
 // The gateway MUST have authorized from for man's endpoint and inv.Tool
 // before calling Prepare, so that no error here reveals anything to an
 // unauthorized sender. No error text reflects the request.
-func (m *Machine) Prepare(inv Invoke, from jid.JID, man *manifest.Manifest) (Request, error) {
+func (m *Machine) Prepare(inv Invoke, from jid.JID, man *manifest.Manifest) (Prepared, error) {
 	if inv.APIVersion != man.Version {
-		return Request{}, ErrNotFound
+		return Prepared{}, ErrNotFound
 	}
 	tool, ok := man.Tool(inv.Tool)
 	if !ok {
-		return Request{}, ErrNotFound
+		return Prepared{}, ErrNotFound
 	}
 	if inv.ManifestHash != man.Hash {
-		return Request{}, conflict("manifest hash does not match the pinned version")
+		return Prepared{}, conflict("manifest hash does not match the pinned version")
 	}
 	args, err := canonicalJSON([]byte(inv.Arguments), m.cfg.MaxArgumentBytes, "arguments")
 	if err != nil {
-		return Request{}, err
+		return Prepared{}, err
 	}
 	// Parse compiled the schema with the manifest; a Tool made otherwise
 	// goes through the process-wide cache.
@@ -74,18 +74,18 @@ func (m *Machine) Prepare(inv Invoke, from jid.JID, man *manifest.Manifest) (Req
 	if sch == nil {
 		if sch, err = manifest.CachedValidator(tool.InputSchema, true); err != nil {
 			// The schema passed these rules at registration.
-			return Request{}, fmt.Errorf("task: compile pinned input schema: %w", err)
+			return Prepared{}, fmt.Errorf("task: compile pinned input schema: %w", err)
 		}
 	}
 	if err := validateValue(sch, args); err != nil {
-		return Request{}, validationAnswer(err, "arguments", "arguments do not satisfy the input schema")
+		return Prepared{}, validationAnswer(err, "arguments", "arguments do not satisfy the input schema")
 	}
 	target, err := jid.Parse(man.JID)
 	if err != nil {
 		// Parse checked agent.jid at registration.
-		return Request{}, fmt.Errorf("task: pinned manifest's agent.jid: %w", err)
+		return Prepared{}, fmt.Errorf("task: pinned manifest's agent.jid: %w", err)
 	}
-	req := Request{
+	req := Prepared{
 		RequestID:    inv.RequestID,
 		Caller:       from.Bare(),
 		Route:        from,
@@ -137,7 +137,7 @@ func (a Admission) Accepted() Accepted { return a.Task.Accepted() }
 // answer is <conflict/>. Only then is the caller's deadline compared with
 // now: a deadline already reached is <not-acceptable/>. A new task gets
 // its effective deadline (see Task.Deadline), retain-until and purge time.
-func (m *Machine) Admit(req Request, prior *Task, now time.Time) (Admission, error) {
+func (m *Machine) Admit(req Prepared, prior *Task, now time.Time) (Admission, error) {
 	if prior != nil {
 		if prior.Fingerprint != req.Fingerprint || !prior.Caller.Equal(req.Caller) ||
 			!prior.Target.Equal(req.Target) || prior.RequestID != req.RequestID {

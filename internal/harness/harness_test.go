@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"agentgw/client"
+	"agentgw/c2s"
 
 	"mellium.im/xmlstream"
 	"mellium.im/xmpp"
@@ -80,9 +80,9 @@ func connectComponent(ctx context.Context, t *testing.T, e *Env) *testComponent 
 	return c
 }
 
-func dialClient(ctx context.Context, t *testing.T, addr, user, password string) *client.Client {
+func dialClient(ctx context.Context, t *testing.T, addr, user, password string) *c2s.Client {
 	t.Helper()
-	c, err := client.Dial(ctx, addr, jid.MustParse(user), password)
+	c, err := c2s.Dial(ctx, addr, jid.MustParse(user), password)
 	if err != nil {
 		t.Fatalf("login %s: %v", user, err)
 	}
@@ -90,7 +90,7 @@ func dialClient(ctx context.Context, t *testing.T, addr, user, password string) 
 	return c
 }
 
-func mustIQ(ctx context.Context, t *testing.T, c *client.Client, typ, to, payload string, want ...string) string {
+func mustIQ(ctx context.Context, t *testing.T, c *c2s.Client, typ, to, payload string, want ...string) string {
 	t.Helper()
 	resp, err := c.IQ(ctx, typ, to, payload)
 	if err != nil {
@@ -142,7 +142,7 @@ func TestProsodyAlone(t *testing.T) {
 	t.Logf("no component: %s", resp)
 
 	// Wrong password: login fails.
-	if c, err := client.Dial(ctx, e.ProsodyC2S, jid.MustParse("alice@home.example"), "wrong"); err == nil {
+	if c, err := c2s.Dial(ctx, e.ProsodyC2S, jid.MustParse("alice@home.example"), "wrong"); err == nil {
 		c.Close()
 		t.Fatal("login with a wrong password succeeded")
 	}

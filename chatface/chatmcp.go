@@ -1,0 +1,363 @@
+// Package chatface lets MCP clients answer as a hosted endpoint whose chat
+// is "queue" (docs/messaging.md): over Streamable HTTP at mcpface.Path,
+// a [[chat.token]] bearer token acts as one endpoint, and gets the seed
+// interface's messaging tools (xmpp-mcp-server-tools.txt) with their
+// exact names, arguments and result types, plus WaitForMessage:
+//
+//   - SendChatMessage sends from the endpoint's JID, through the chat
+//     service's outbox, only where consent and blocking allow (package
+//     chat); a refusal is Success false with the reason;
+//   - PopMessage, GetMessage and WaitForMessage read the endpoint's
+//     durable queue of received chats, whose mid: resources they are;
+//   - AcceptPresenceSubscription and DeclinePresenceSubscription work on
+//     the endpoint's virtual presence subscriptions, whose subscribers are
+//     the xmpp: resources.
+//
+// Left out, because a virtual endpoint has no roster and follows nobody's
+// presence: AddToRoster, RemoveFromRoster, UpdateRosterItem,
+// RequestPresenceSubscription and RequestPresenceUnsubscription. None of
+// these tools invokes an endpoint's tools: that stays with `agentgw mcp`
+// and the invoke grants.
+package chatface
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"agentgw/chat"
+	"agentgw/db"
+	"agentgw/mcpface"
+	"agentgw/mcpface/scope"
+	"agentgw/policy"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"mellium.im/xmpp/jid"
+	"mellium.im/xmpp/stanza"
+)
+
+// Limits (docs/limits.md).
+const (
+	// maxResources bounds the mid: resources listed per endpoint.
+	maxResources = 1000
+	// sessionTimeout closes an HTTP session idle for that long.
+	sessionTimeout = 30 * time.Minute
+)
+
+// Token is one [[chat.token]].
+type Token struct {
+	// Value is the secret; it is never logged.
+	Value []byte
+	// Endpoint is the queue endpoint the token acts as.
+	Endpoint string
+	Scopes   []string
+}
+
+// Options configures Handler.
+type Options struct {
+	Chat *chat.Service
+	// Policy returns the policy in force (consent needs a chat grant).
+	Policy func() *policy.Policy
+	// Endpoints are the queue endpoints served.
+	Endpoints []string
+	Tokens    []Token
+	Log       *slog.Logger
+	// AllowedOrigins are the Origin values accepted ([chat]
+	// allowed_origins): a request with any other gets 403, as does one
+	// whose Host is not loopback (mcpface.Guard).
+	AllowedOrigins []string
+	// MaxSessionsPerToken bounds the live sessions of one token
+	// ([chat] max_sessions_per_token); zero takes
+	// mcpface.DefaultMaxSessionsPerToken.
+	MaxSessionsPerToken int
+}
+
+// endpointServer is the MCP server of one queue endpoint.
+type endpointServer struct {
+	o        *Options
+	endpoint string
+	mcp      *mcp.Server
+
+	// limits bound each token's sessions and WaitForMessage calls.
+	limits mcpface.TokenLimits
+
+	mu        sync.Mutex
+	resources map[string]bool
+}
+
+// Handler serves the queue endpoints over Streamable HTTP at
+// mcpface.Path; run closes its resource watchers with ctx.
+func Handler(ctx context.Context, o Options) http.Handler {
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.MaxSessionsPerToken <= 0 {
+		o.MaxSessionsPerToken = mcpface.DefaultMaxSessionsPerToken
+	}
+	servers := map[string]*endpointServer{}
+	for _, ep := range o.Endpoints {
+		s := newEndpointServer(&o, ep)
+		s.limits.MaxSessions = o.MaxSessionsPerToken
+		servers[ep] = s
+		go s.watch(ctx)
+	}
+	values := make([][]byte, len(o.Tokens))
+	for i, t := range o.Tokens {
+		values[i] = t.Value
+	}
+	lookup := func(header string) (int, bool) { return mcpface.BearerIndex(header, values) }
+	streamable := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
+		ti := auth.TokenInfoFromContext(r.Context())
+		if ti == nil {
+			return nil
+		}
+		ep, _ := ti.Extra["endpoint"].(string)
+		if s := servers[ep]; s != nil {
+			return s.mcp
+		}
+		return nil
+	}, &mcp.StreamableHTTPOptions{Logger: o.Log, SessionTimeout: sessionTimeout,
+		// mcpface.Guard checks the Host of every request.
+		DisableLocalhostProtection: true})
+	// Each endpoint's server bounds the sessions of its tokens.
+	limited := map[string]http.Handler{}
+	for ep, s := range servers {
+		limited[ep] = s.limits.LimitSessions(streamable, func(r *http.Request) (*mcp.Server, string) {
+			return s.mcp, auth.TokenInfoFromContext(r.Context()).UserID
+		})
+	}
+	bounded := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ep, _ := auth.TokenInfoFromContext(r.Context()).Extra["endpoint"].(string)
+		if h := limited[ep]; h != nil {
+			h.ServeHTTP(w, r)
+			return
+		}
+		streamable.ServeHTTP(w, r)
+	})
+	verify := auth.RequireBearerToken(func(_ context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
+		i, ok := lookup(r.Header.Get("Authorization"))
+		if !ok {
+			return nil, auth.ErrInvalidToken
+		}
+		return &auth.TokenInfo{
+			Scopes: o.Tokens[i].Scopes,
+			UserID: "chat-token:" + fmt.Sprint(i) + ":" + o.Tokens[i].Endpoint,
+			Extra:  map[string]any{"endpoint": o.Tokens[i].Endpoint},
+		}, nil
+	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(bounded)
+	mux := http.NewServeMux()
+	mux.HandleFunc(mcpface.Path, func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := lookup(r.Header.Get("Authorization")); !ok {
+			mcpface.Unauthorized(w, r, "agentgw-chat")
+			return
+		}
+		verify.ServeHTTP(w, r)
+	})
+	return mcpface.Guard(mux, o.AllowedOrigins, o.Log)
+}
+
+func newEndpointServer(o *Options, endpoint string) *endpointServer {
+	s := &endpointServer{o: o, endpoint: endpoint, resources: map[string]bool{}}
+	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "agentgw-chat", Title: "XMPP MCP Server for " + endpoint + " (agentgw)", Version: mcpface.Version}, &mcp.ServerOptions{
+		Instructions: "This server is the hosted XMPP endpoint " + endpoint + ". Chats people send it wait as mid: resources " +
+			"(PopMessage, GetMessage, WaitForMessage); answer with SendChatMessage. It may write only to people who wrote to it " +
+			"recently or subscribe to its presence (its subscribers are the xmpp: resources), and never after a bounce until they write again.",
+		Logger:                    slog.New(slog.DiscardHandler),
+		SupportedProtocolVersions: mcpface.ProtocolVersions,
+		Capabilities:              &mcp.ServerCapabilities{Resources: &mcp.ResourceCapabilities{ListChanged: true}},
+	})
+	for _, t := range tools {
+		s.mcp.AddTool(t.def.MCPTool(), s.handler(t))
+	}
+	s.mcp.AddReceivingMiddleware(s.scopes)
+	return s
+}
+
+// methodScopes are the scopes of the methods other than tools/call.
+var methodScopes = map[string]string{
+	"resources/list":           scope.ResourcesList,
+	"resources/templates/list": scope.ResourcesList,
+	"resources/subscribe":      scope.ResourcesList,
+	"resources/unsubscribe":    scope.ResourcesList,
+	"resources/read":           scope.ResourcesRead,
+}
+
+// scopes enforces the token's scopes: tools/list shows only the tools it
+// may call, and anything else outside them is refused.
+func (s *endpointServer) scopes(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		held := scope.Set{}
+		if ex := req.GetExtra(); ex != nil && ex.TokenInfo != nil {
+			held = scope.Of(ex.TokenInfo.Scopes)
+		}
+		switch method {
+		case "tools/call":
+			name := req.(*mcp.CallToolRequest).Params.Name
+			if sc := toolScope(name); sc != "" && !held.Has(sc) {
+				return nil, forbidden("tool "+name, sc)
+			}
+		case "tools/list":
+			res, err := next(ctx, method, req)
+			if lr, ok := res.(*mcp.ListToolsResult); ok && err == nil {
+				kept := lr.Tools[:0:0]
+				for _, t := range lr.Tools {
+					if held.Has(toolScope(t.Name)) {
+						kept = append(kept, t)
+					}
+				}
+				lr.Tools = kept
+			}
+			return res, err
+		default:
+			if sc, ok := methodScopes[method]; ok && !held.Has(sc) {
+				return nil, forbidden(method, sc)
+			}
+		}
+		return next(ctx, method, req)
+	}
+}
+
+func forbidden(what, sc string) error {
+	return &jsonrpc.Error{Code: mcpface.CodeForbidden, Message: fmt.Sprintf("forbidden: %s needs the scope %s, which this token does not hold", what, sc)}
+}
+
+// watch keeps the resources in step with the queue and the subscribers.
+func (s *endpointServer) watch(ctx context.Context) {
+	tick := time.NewTicker(5 * time.Second)
+	defer tick.Stop()
+	for {
+		changed := s.o.Chat.QueueChanged(s.endpoint)
+		s.sync(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+		case <-tick.C:
+		}
+	}
+}
+
+func (s *endpointServer) sync(ctx context.Context) {
+	store := s.o.Chat.Store()
+	queued, err := store.ChatQueue(ctx, s.endpoint, maxResources)
+	if err != nil {
+		return
+	}
+	subs, err := store.Subscribers(ctx, s.endpoint)
+	if err != nil {
+		return
+	}
+	want := map[string]func(){}
+	for _, m := range queued {
+		m := m
+		desc := m.Body
+		if len(desc) > 120 {
+			desc = strings.ToValidUTF8(desc[:120], "") + "…"
+		}
+		from := m.Sender
+		if j, err := jid.Parse(m.Sender); err == nil {
+			from = j.Bare().String()
+		}
+		want[mcpface.MessageURI(m.ID)] = func() {
+			s.mcp.AddResource(&mcp.Resource{URI: mcpface.MessageURI(m.ID), Name: "message " + m.ID, MIMEType: "application/json",
+				Title: messageType(m.Type) + " message from " + from, Description: desc}, s.readMessage)
+		}
+	}
+	for _, sub := range subs {
+		sub := sub
+		want[mcpface.ContactURI(sub)] = func() {
+			s.mcp.AddResource(&mcp.Resource{URI: mcpface.ContactURI(sub), Name: sub, MIMEType: "application/json",
+				Title: "presence subscriber " + sub}, s.readContact)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var gone []string
+	for uri := range s.resources {
+		if want[uri] == nil {
+			gone = append(gone, uri)
+			delete(s.resources, uri)
+		}
+	}
+	if len(gone) > 0 {
+		s.mcp.RemoveResources(gone...)
+	}
+	for uri, add := range want {
+		if !s.resources[uri] {
+			add()
+			s.resources[uri] = true
+		}
+	}
+}
+
+func (s *endpointServer) readMessage(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	id, ok := strings.CutPrefix(req.Params.URI, "mid:")
+	if !ok {
+		return nil, mcp.ResourceNotFoundError(req.Params.URI)
+	}
+	m, err := s.o.Chat.Store().ChatTake(ctx, s.endpoint, id, true)
+	if err != nil {
+		return nil, mcp.ResourceNotFoundError(req.Params.URI)
+	}
+	s.o.Chat.QueueTouched(s.endpoint)
+	return jsonContents(req.Params.URI, response(m, "message read and removed from the received messages"))
+}
+
+func (s *endpointServer) readContact(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	bare, ok := mcpface.ParseContactURI(req.Params.URI)
+	if !ok {
+		return nil, mcp.ResourceNotFoundError(req.Params.URI)
+	}
+	if sub, err := s.o.Chat.Store().Subscribed(ctx, s.endpoint, bare); err != nil || !sub {
+		return nil, mcp.ResourceNotFoundError(req.Params.URI)
+	}
+	consent := s.o.Chat.Store().ChatConsent(ctx, s.endpoint, bare, s.o.Chat.Consent())
+	return jsonContents(req.Params.URI, map[string]any{
+		"BareJid": bare, "Subscription": "from", "MayMessage": consent == nil,
+	})
+}
+
+func jsonContents(uri string, v any) (*mcp.ReadResourceResult, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "application/json", Text: string(raw)}}}, nil
+}
+
+// messageType is the seed's MessageType of a stanza type.
+func messageType(t string) string {
+	if t == string(stanza.ChatMessage) {
+		return "Chat"
+	}
+	return "Normal"
+}
+
+// response is the seed's MessageResponse of a queued message.
+func response(m db.ChatIn, msg string) mcpface.MessageResponse {
+	typ := messageType(m.Type)
+	isErr := false
+	none := "None"
+	r := mcpface.MessageResponse{Success: true, Message: msg, MessageId: m.ID, From: m.Sender, To: m.Recipient,
+		Body: m.Body, Subject: m.Subject, ThreadID: m.Thread, ParentThreadID: m.Parent,
+		Type: &typ, ErrorMessage: &isErr, ErrorMessageType: &none}
+	if j, err := jid.Parse(m.Sender); err == nil {
+		r.FromBareJid = j.Bare().String()
+	}
+	return r
+}
+
+// errNoMessage is the text of a MessageResponse without a message.
+var errNoMessage = errors.New("no message")
+
+// validText reports whether s is a message text we send.
+func validText(s string) bool { return utf8.ValidString(s) && s != "" }
