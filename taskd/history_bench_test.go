@@ -252,7 +252,8 @@ func copyOne(tb testing.TB, from, to string) {
 		tb.Fatal(err)
 	}
 	defer src.Close()
-	dst, err := os.Create(to)
+	// Private, as db.Open requires of a database file.
+	dst, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		tb.Fatal(err)
 	}
