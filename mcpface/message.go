@@ -70,7 +70,6 @@ var (
 // Namespaces of the message payloads that carry no content for an MCP
 // client: a message holding only these is not queued.
 const (
-	nsStanzas   = "urn:ietf:params:xml:ns:xmpp-stanzas"
 	nsClient    = "jabber:client"
 	nsStyling   = "urn:xmpp:styling:0"
 	nsChatState = "http://jabber.org/protocol/chatstates"
