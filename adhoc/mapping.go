@@ -9,7 +9,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"agentgw/manifest"
 	"agentgw/wire"
@@ -153,17 +152,10 @@ func planSchema(raw []byte) plan {
 	return out
 }
 
-// validVar reports whether a property name can be a field var.
+// validVar reports whether a property name can be a field var: text XML
+// carries, on one line and without tabs.
 func validVar(s string) bool {
-	if s == "" || s == "FORM_TYPE" || !utf8.ValidString(s) {
-		return false
-	}
-	for _, r := range s {
-		if r < 0x20 || r == 0xFFFE || r == 0xFFFF {
-			return false
-		}
-	}
-	return true
+	return s != "" && s != "FORM_TYPE" && wire.ValidText(s) && !strings.ContainsAny(s, "\t\n\r")
 }
 
 // onlyKeys reports whether every key of s is in allowed or an annotation.

@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"agentgw/internal/ident"
+	"agentgw/wire"
 )
 
 // Namespaces and node prefixes from the ProtoXEP section "Protocol
@@ -34,7 +35,7 @@ func ValidVersion(v string) bool {
 // UTF-8, and made only of characters legal in XML 1.0. Names are compared
 // code point by code point, without Unicode normalization.
 func ValidToolName(name string) bool {
-	return name != "" && validXMLText(name)
+	return name != "" && wire.ValidText(name)
 }
 
 // ToolsNode returns the tool collection node for version:
@@ -99,38 +100,8 @@ func ParseToolNode(node string) (version, toolName string, err error) {
 		return "", "", newError(KindInvalid, "", "tool node has an empty tool name")
 	case !utf8.ValidString(name):
 		return "", "", newError(KindInvalid, "", "tool node name is not valid UTF-8")
-	case !validXMLText(name):
+	case !wire.ValidText(name):
 		return "", "", newError(KindInvalid, "", "tool node name contains a character not allowed in XML 1.0")
 	}
 	return version, name, nil
-}
-
-// isXMLChar reports whether r matches the Char production of XML 1.0.
-func isXMLChar(r rune) bool {
-	switch {
-	case r == 0x9, r == 0xA, r == 0xD:
-		return true
-	case 0x20 <= r && r <= 0xD7FF:
-		return true
-	case 0xE000 <= r && r <= 0xFFFD:
-		return true
-	case 0x10000 <= r && r <= 0x10FFFF:
-		return true
-	}
-	return false
-}
-
-// validXMLText reports whether s is valid UTF-8 made of XML 1.0 characters.
-func validXMLText(s string) bool {
-	for i, r := range s {
-		if r == utf8.RuneError {
-			if _, size := utf8.DecodeRuneInString(s[i:]); size <= 1 {
-				return false
-			}
-		}
-		if !isXMLChar(r) {
-			return false
-		}
-	}
-	return true
 }

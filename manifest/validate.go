@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 
+	"agentgw/wire"
+
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"mellium.im/xmpp/jid"
 )
@@ -155,7 +157,7 @@ func parseDomain(s string) (jid.JID, error) {
 // example in discovery forms), such as control characters other than tab,
 // line feed and carriage return.
 func checkText(s, path string) error {
-	if !validXMLText(s) {
+	if !wire.ValidText(s) {
 		return newError(KindInvalid, path, "contains a character not allowed in XML 1.0")
 	}
 	return nil

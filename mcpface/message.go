@@ -43,34 +43,33 @@ type MessageResponse struct {
 	ErrorMessageText string  `json:"ErrorMessageText,omitempty"`
 }
 
-// The seed's MessageType and ErrorType values.
+// The seed's MessageType and ErrorType values. The error types are the
+// surface table's, capitalized, between None (not an error) and
+// Undefined (a type outside the table).
 var (
 	messageTypes = map[string]string{
 		"chat": "Chat", "error": "Error", "groupchat": "GroupChat", "headline": "Headline", "normal": "Normal", "": "Normal",
 	}
 	messageTypeValues = []string{"Chat", "Error", "GroupChat", "Headline", "Normal"}
-	errorTypes        = map[string]string{
-		"auth": "Auth", "cancel": "Cancel", "continue": "Continue", "modify": "Modify", "wait": "Wait",
-	}
-	errorTypeValues = []string{"None", "Auth", "Cancel", "Continue", "Modify", "Wait", "Undefined"}
+	errorTypes        = func() map[string]string {
+		m := make(map[string]string, len(surface.Types))
+		for _, t := range surface.Types {
+			m[string(t)] = strings.ToUpper(string(t[:1])) + string(t[1:])
+		}
+		return m
+	}()
+	errorTypeValues = func() []string {
+		v := []string{"None"}
+		for _, t := range surface.Types {
+			v = append(v, errorTypes[string(t)])
+		}
+		return append(v, "Undefined")
+	}()
 )
-
-// legacyCodes are the XEP-0086 error codes of the defined conditions, for
-// ErrorMessageCode when the error carries no code attribute.
-var legacyCodes = map[string]int32{
-	"bad-request": 400, "conflict": 409, "feature-not-implemented": 501, "forbidden": 403,
-	"gone": 302, "internal-server-error": 500, "item-not-found": 404, "jid-malformed": 400,
-	"not-acceptable": 406, "not-allowed": 405, "not-authorized": 401, "payment-required": 402,
-	"policy-violation": 406, "recipient-unavailable": 404, "redirect": 302, "registration-required": 407,
-	"remote-server-not-found": 404, "remote-server-timeout": 504, "resource-constraint": 500,
-	"service-unavailable": 503, "subscription-required": 407, "undefined-condition": 500,
-	"unexpected-request": 400,
-}
 
 // Namespaces of the message payloads that carry no content for an MCP
 // client: a message holding only these is not queued.
 const (
-	nsStanzas   = "urn:ietf:params:xml:ns:xmpp-stanzas"
 	nsClient    = "jabber:client"
 	nsStyling   = "urn:xmpp:styling:0"
 	nsChatState = "http://jabber.org/protocol/chatstates"
@@ -160,8 +159,9 @@ func parseError(c wire.Element, m *MessageResponse) {
 	if code, err := strconv.ParseInt(attr(c, "code"), 10, 32); err == nil {
 		c32 := int32(code)
 		m.ErrorMessageCode = &c32
-	} else if code, ok := legacyCodes[condition]; ok {
-		m.ErrorMessageCode = &code
+	} else if code, ok := surface.LegacyCode(stanza.Condition(condition)); ok {
+		c32 := int32(code)
+		m.ErrorMessageCode = &c32
 	}
 }
 

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"agentgw/mcpface/scope"
 	"agentgw/wire"
@@ -514,7 +513,7 @@ func (s *Server) requestUnsubscription(ctx context.Context, a Args) any {
 func rosterArgs(a Args) (nick *string, groups []string, setGroups bool, err error) {
 	nick = a.Strp("NickName")
 	if nick != nil {
-		if len(*nick) > maxNameBytes || !validXML(*nick) || strings.ContainsAny(*nick, "\n\r") {
+		if len(*nick) > maxNameBytes || !wire.ValidText(*nick) || strings.ContainsAny(*nick, "\n\r") {
 			return nil, nil, false, fmt.Errorf("NickName must be one line of at most %d bytes", maxNameBytes)
 		}
 	}
@@ -523,7 +522,7 @@ func rosterArgs(a Args) (nick *string, groups []string, setGroups bool, err erro
 		return nil, nil, false, fmt.Errorf("too many Groups: at most %d", maxGroups)
 	}
 	for i, g := range groups {
-		if g == "" || len(g) > maxNameBytes || !validXML(g) || strings.ContainsAny(g, "\n\r") {
+		if g == "" || len(g) > maxNameBytes || !wire.ValidText(g) || strings.ContainsAny(g, "\n\r") {
 			return nil, nil, false, fmt.Errorf("group %d of Groups must be a non-empty line of at most %d bytes", i, maxNameBytes)
 		}
 	}
@@ -632,7 +631,7 @@ func (s *Server) sendChatMessage(ctx context.Context, a Args) any {
 	if len(msg) > MaxMessageBytes {
 		return fail("Message is %d bytes; at most %d", len(msg), MaxMessageBytes)
 	}
-	if !validXML(msg) {
+	if !wire.ValidText(msg) {
 		return fail("Message holds characters XML cannot carry (control characters or invalid UTF-8)")
 	}
 	lang := a.Strp("Language")
@@ -743,17 +742,4 @@ func chatMessage(to, id, lang, text string, markdown bool) xml.TokenReader {
 		unstyled = wire.Elem(xml.Name{Space: nsStyling, Local: "unstyled"}, nil)
 	}
 	return wire.Elem(xml.Name{Local: "message"}, attrs, wire.TextElem(xml.Name{Local: "body"}, text), unstyled)
-}
-
-// validXML reports whether s is UTF-8 made only of XML 1.0 characters.
-func validXML(s string) bool {
-	if !utf8.ValidString(s) {
-		return false
-	}
-	for _, r := range s {
-		if r < 0x20 && r != '\t' && r != '\n' && r != '\r' || r == 0xFFFE || r == 0xFFFF {
-			return false
-		}
-	}
-	return true
 }

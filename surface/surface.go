@@ -1,6 +1,7 @@
 // Package surface is what every protocol surface of the gateway shares:
-// the Request a handler answers, and the one table of stanza errors
-// (RFC 6120 section 8.3.3) it answers with.
+// the Request a handler answers, and the one table of stanza error
+// conditions (RFC 6120 section 8.3.3, with their types and XEP-0086
+// legacy codes) it answers with and reads others' errors by.
 //
 // The protocol packages (directory, search, legacy, api, task, adhoc,
 // ping) take a Request and return a result payload or one of the errors
@@ -21,6 +22,7 @@ package surface
 
 import (
 	"errors"
+	"slices"
 
 	"agentgw/policy"
 	"agentgw/wire"
@@ -64,14 +66,66 @@ var (
 	ErrUnexpectedRequest  = stanza.Error{Type: stanza.Wait, Condition: stanza.UnexpectedRequest}
 )
 
-// conditions is the table above, by condition.
-var conditions = func() map[stanza.Condition]stanza.Error {
-	m := map[stanza.Condition]stanza.Error{}
-	for _, e := range []stanza.Error{
-		ErrBadRequest, ErrConflict, ErrForbidden, ErrInternalServerError, ErrItemNotFound,
-		ErrNotAcceptable, ErrNotAllowed, ErrResourceConstraint, ErrServiceUnavailable, ErrUnexpectedRequest,
-	} {
-		m[e.Condition] = e
+// PaymentRequired is the condition XEP-0086 keeps from RFC 3920; RFC
+// 6120 dropped it, so mellium does not name it, but servers still send it.
+const PaymentRequired stanza.Condition = "payment-required"
+
+// Types are the error types of RFC 6120 section 8.3.2, in its order.
+var Types = []stanza.ErrorType{stanza.Auth, stanza.Cancel, stanza.Continue, stanza.Modify, stanza.Wait}
+
+// row is one condition of the table: the condition with the type it has
+// on the wire, and its XEP-0086 legacy error code.
+type row struct {
+	err  stanza.Error
+	code int
+}
+
+// table is the one table of stanza error conditions: every defined
+// condition of RFC 6120 section 8.3.3, and payment-required, with the
+// type it is sent with (XEP-0086's) and its XEP-0086 legacy code. The
+// surfaces answer only with the exported errors above; the other rows
+// are there to read what others send.
+var table = []row{
+	{ErrBadRequest, 400},
+	{ErrConflict, 409},
+	{stanza.Error{Type: stanza.Cancel, Condition: stanza.FeatureNotImplemented}, 501},
+	{ErrForbidden, 403},
+	{stanza.Error{Type: stanza.Modify, Condition: stanza.Gone}, 302},
+	{ErrInternalServerError, 500},
+	{ErrItemNotFound, 404},
+	{stanza.Error{Type: stanza.Modify, Condition: stanza.JIDMalformed}, 400},
+	{ErrNotAcceptable, 406},
+	{ErrNotAllowed, 405},
+	{stanza.Error{Type: stanza.Auth, Condition: stanza.NotAuthorized}, 401},
+	{stanza.Error{Type: stanza.Auth, Condition: PaymentRequired}, 402},
+	// policy-violation came with RFC 6120, after XEP-0086; it is read
+	// as not-acceptable's code.
+	{stanza.Error{Type: stanza.Modify, Condition: stanza.PolicyViolation}, 406},
+	{stanza.Error{Type: stanza.Wait, Condition: stanza.RecipientUnavailable}, 404},
+	{stanza.Error{Type: stanza.Modify, Condition: stanza.Redirect}, 302},
+	{stanza.Error{Type: stanza.Auth, Condition: stanza.RegistrationRequired}, 407},
+	{stanza.Error{Type: stanza.Cancel, Condition: stanza.RemoteServerNotFound}, 404},
+	{stanza.Error{Type: stanza.Wait, Condition: stanza.RemoteServerTimeout}, 504},
+	{ErrResourceConstraint, 500},
+	{ErrServiceUnavailable, 503},
+	{stanza.Error{Type: stanza.Auth, Condition: stanza.SubscriptionRequired}, 407},
+	// undefined-condition takes any type; cancel is Of's default.
+	{stanza.Error{Type: stanza.Cancel, Condition: stanza.UndefinedCondition}, 500},
+	{ErrUnexpectedRequest, 400},
+}
+
+// conditions is the table by condition. A condition in two rows, or a
+// type that is not one of Types, panics at start.
+var conditions = func() map[stanza.Condition]row {
+	m := make(map[stanza.Condition]row, len(table))
+	for _, r := range table {
+		if _, dup := m[r.err.Condition]; dup {
+			panic("surface: condition " + string(r.err.Condition) + " is in two rows")
+		}
+		if !slices.Contains(Types, r.err.Type) {
+			panic("surface: condition " + string(r.err.Condition) + " has an unknown type")
+		}
+		m[r.err.Condition] = r
 	}
 	return m
 }()
@@ -79,10 +133,17 @@ var conditions = func() map[stanza.Condition]stanza.Error {
 // Of returns the error of the table for condition c; a condition outside
 // the table has type cancel.
 func Of(c stanza.Condition) stanza.Error {
-	if e, ok := conditions[c]; ok {
-		return e
+	if r, ok := conditions[c]; ok {
+		return r.err
 	}
 	return stanza.Error{Type: stanza.Cancel, Condition: c}
+}
+
+// LegacyCode returns the XEP-0086 error code of condition c; ok is false
+// for a condition outside the table.
+func LegacyCode(c stanza.Condition) (code int, ok bool) {
+	r, ok := conditions[c]
+	return r.code, ok
 }
 
 // Wire returns what an error IQ carries for err: the type and the

@@ -17,6 +17,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"agentgw/manifest"
+	"agentgw/wire"
 )
 
 // Bounds of one tools/list import.
@@ -376,17 +377,11 @@ func implementation(s *session) map[string]any {
 	return map[string]any{"name": s.serverName, "version": s.serverVersion}
 }
 
-// fits reports whether s is 1 to max characters of plain text.
+// fits reports whether s is 1 to max characters of plain text: text XML
+// carries, without tabs, line breaks or DEL.
 func fits(s string, max int) bool {
-	if s == "" || !utf8.ValidString(s) || utf8.RuneCountInString(s) > max {
-		return false
-	}
-	for _, r := range s {
-		if r < 0x20 || r == 0x7f || r == 0xFFFE || r == 0xFFFF {
-			return false
-		}
-	}
-	return true
+	return s != "" && wire.ValidText(s) && !strings.ContainsAny(s, "\t\n\r\x7f") &&
+		utf8.RuneCountInString(s) <= max
 }
 
 // displayName renders a tool name for a report: as it is when printable,
