@@ -30,13 +30,13 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"agentgw/chat"
 	"agentgw/db"
 	"agentgw/mcpface"
 	"agentgw/mcpface/scope"
 	"agentgw/policy"
+	"agentgw/wire"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -359,5 +359,7 @@ func response(m db.ChatIn, msg string) mcpface.MessageResponse {
 // errNoMessage is the text of a MessageResponse without a message.
 var errNoMessage = errors.New("no message")
 
-// validText reports whether s is a message text we send.
-func validText(s string) bool { return utf8.ValidString(s) && s != "" }
+// validText reports whether s is a message text we send: non-empty, and
+// only characters XML allows (wire.ValidText, the check mcpface's
+// send_message makes), so that nothing is turned into U+FFFD on the way.
+func validText(s string) bool { return s != "" && wire.ValidText(s) }

@@ -92,7 +92,7 @@ func (s *endpointServer) sendChatMessage(ctx context.Context, a mcpface.Args) an
 	text, lang := a.Str("Message"), a.Str("Language")
 	switch {
 	case !validText(text):
-		return generic(false, "Message must be non-empty UTF-8 text")
+		return generic(false, "Message must be non-empty UTF-8 text of characters XML allows")
 	case len(text) > chat.MaxBody:
 		return generic(false, "Message is longer than %d bytes", chat.MaxBody)
 	case lang != "" && !mcpface.LanguageTag(lang):
