@@ -281,20 +281,19 @@ func (k *blockingCheck) await(ctx context.Context, d time.Duration, cond func() 
 			return false
 		case <-deadline.C:
 			return cond()
-		case raw, ok := <-k.c.Incoming():
+		case el, ok := <-k.c.Incoming():
 			if !ok {
 				return cond()
 			}
-			k.note(raw)
+			k.note(el)
 		case <-tick.C:
 		}
 	}
 }
 
 // note records the body of a message from the endpoint.
-func (k *blockingCheck) note(raw string) {
-	el, err := wire.Parse(raw)
-	if err != nil || el.Start.Name.Local != "message" {
+func (k *blockingCheck) note(el wire.Element) {
+	if el.Start.Name.Local != "message" {
 		return
 	}
 	from, _ := el.AttrValue("from")

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"agentgw/chat"
-	"agentgw/wire"
 
 	"mellium.im/xmpp/jid"
 )
@@ -63,12 +62,11 @@ func (cmd *clientCmd) chat(ctx context.Context, ep jid.JID, text string) error {
 			return ctx.Err()
 		case <-timeout:
 			return fmt.Errorf("client: chat: no answer from %s in %s", ep, chatTimeout)
-		case raw, ok := <-cmd.s.c.Incoming():
+		case el, ok := <-cmd.s.c.Incoming():
 			if !ok {
 				return errors.New("client: chat: the session ended")
 			}
-			el, err := wire.Parse(raw)
-			if err != nil || el.Start.Name.Local != "message" {
+			if el.Start.Name.Local != "message" {
 				continue
 			}
 			from, _ := el.AttrValue("from")

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"agentgw/agentclient"
+	"agentgw/wire"
 
 	"mellium.im/xmpp/jid"
 )
@@ -31,9 +32,9 @@ type conn interface {
 	// IQ sends an IQ get or set and returns the whole answer as XML text;
 	// an error IQ is not a Go error.
 	IQ(ctx context.Context, typ, to, payload string) (string, error)
-	// Incoming delivers message and presence stanzas as XML text; it is
-	// closed when the session ends.
-	Incoming() <-chan string
+	// Incoming delivers message and presence stanzas, each read whole; it
+	// is closed when the session ends.
+	Incoming() <-chan wire.Element
 	// Done is closed when the session has ended.
 	Done() <-chan struct{}
 	// JID is the full JID bound to the session.
@@ -107,6 +108,19 @@ func (s *session) IQ(ctx context.Context, typ, to, payload string) (string, erro
 		s.record("iq", raw)
 	}
 	return raw, err
+}
+
+// recordElement is record for a stanza received as an element, written
+// as XML text only when there is a trace.
+func (s *session) recordElement(kind string, el wire.Element) {
+	if s.trace == nil {
+		return
+	}
+	b, err := wire.AppendXML(nil, el.Reader())
+	if err != nil {
+		return
+	}
+	s.record(kind, string(b))
 }
 
 // traceLine is one line of the -trace file.

@@ -112,13 +112,11 @@ func discoInfo() wire.InfoResult {
 			{Var: "tools", Values: []string{"forecast", "alerts", "radar"}},
 		}}},
 	}
-	for _, f := range []string{
+	info.Features = []string{
 		"http://jabber.org/protocol/disco#info", "http://jabber.org/protocol/disco#items",
 		"http://jabber.org/protocol/commands", "jabber:iq:version", "urn:xmpp:ping", "vcard-temp",
 		"urn:xmpp:agent-gateway:0", "urn:xmpp:agent-gateway:0#tasks", "urn:xmpp:receipts",
 		"http://jabber.org/protocol/chatstates", "jabber:iq:search", "urn:xmpp:time",
-	} {
-		info.Features = append(info.Features, f)
 	}
 	return info
 }
@@ -310,4 +308,43 @@ func BenchmarkWriteDiscoInfo(b *testing.B) {
 		}
 		b.ReportMetric(float64(buf.Len()), "bytes/op")
 	})
+}
+
+// TestParseFragmentRoundTrip: text parsed by ParseFragment and written by
+// AppendXML keeps its namespaces, with no declaration left among the
+// attributes. (It was c2s's TestXMLRoundTrip, of the writer c2s had.)
+func TestParseFragmentRoundTrip(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`<iq xmlns="jabber:client" type="result" id="1"/>`, `<iq xmlns='jabber:client' type='result' id='1'/>`},
+		{`<query xmlns='http://jabber.org/protocol/disco#info'><identity category="a" type="b"></identity></query>`,
+			`<query xmlns='http://jabber.org/protocol/disco#info'><identity category='a' type='b'/></query>`},
+		{`<message xmlns="jabber:client" xml:lang="en"><body>a &lt; b &amp; "c"</body><x xmlns="urn:x"><y/></x><z xmlns=""/></message>`,
+			`<message xmlns='jabber:client' xml:lang='en'><body>a &lt; b &amp; "c"</body><x xmlns='urn:x'><y/></x><z xmlns=''/></message>`},
+		{`<p:a xmlns:p="urn:p" xmlns:q="urn:q" q:attr="v&quot;"/>`, `<a xmlns='urn:p' xmlns:ns1='urn:q' ns1:attr='v&quot;'/>`},
+		{`<error type="cancel"><service-unavailable xmlns="urn:ietf:params:xml:ns:xmpp-stanzas"/></error>`,
+			`<error type='cancel'><service-unavailable xmlns='urn:ietf:params:xml:ns:xmpp-stanzas'/></error>`},
+	} {
+		toks, err := wire.ParseFragment(tc.in)
+		if err != nil {
+			t.Fatalf("parse %s: %v", tc.in, err)
+		}
+		for _, tok := range toks {
+			if se, ok := tok.(xml.StartElement); ok {
+				for _, a := range se.Attr {
+					if a.Name.Space == "" && a.Name.Local == "xmlns" || a.Name.Space == "xmlns" {
+						t.Errorf("%s: namespace declaration %v kept", tc.in, a.Name)
+					}
+				}
+			}
+		}
+		got, err := wire.AppendXML(nil, toks.Reader())
+		if err != nil || string(got) != tc.want {
+			t.Errorf("round trip %s\n got %s (%v)\nwant %s", tc.in, got, err, tc.want)
+		}
+	}
+	for _, bad := range []string{`<a>`, `<a></b>`, `text`, `<a/>x`} {
+		if _, err := wire.ParseFragment(bad); err == nil {
+			t.Errorf("ParseFragment(%q) succeeded", bad)
+		}
+	}
 }

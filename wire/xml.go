@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/xml"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 
@@ -214,4 +215,53 @@ func Parse(s string) (Element, error) {
 			return ReadElement(d, start, 1<<20, 16<<20)
 		}
 	}
+}
+
+// ParseFragment decodes XML text of zero or more whole elements into
+// tokens that can be written again (by AppendXML or by mellium's encoder):
+// each element carries its namespace in its Name, so namespace
+// declarations are dropped; comments, processing instructions and
+// directives are dropped; whitespace between the elements is dropped, and
+// other text there is an error, as are unbalanced elements.
+func ParseFragment(s string) (Tokens, error) {
+	d := xml.NewDecoder(strings.NewReader(s))
+	var toks Tokens
+	depth := 0
+	for {
+		tok, err := d.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("parse xml: %w", err)
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			depth++
+			t = t.Copy()
+			attrs := t.Attr[:0]
+			for _, a := range t.Attr {
+				if !isNSDecl(a.Name) {
+					attrs = append(attrs, a)
+				}
+			}
+			t.Attr = attrs
+			toks = append(toks, t)
+		case xml.EndElement:
+			depth--
+			toks = append(toks, t)
+		case xml.CharData:
+			if depth == 0 {
+				if strings.TrimSpace(string(t)) != "" {
+					return nil, errors.New("parse xml: text outside of an element")
+				}
+				continue
+			}
+			toks = append(toks, t.Copy())
+		}
+	}
+	if depth != 0 {
+		return nil, errors.New("parse xml: unbalanced elements")
+	}
+	return toks, nil
 }
