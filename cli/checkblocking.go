@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/xml"
 	"errors"
 	"flag"
 	"fmt"
@@ -119,7 +120,7 @@ func (k *blockingCheck) say(format string, args ...any) {
 }
 
 func (k *blockingCheck) run(ctx context.Context) error {
-	if err := k.c.SendRaw(ctx, `<presence/>`); err != nil {
+	if err := k.c.Send(ctx, wire.Elem(xml.Name{Local: "presence"}, nil)); err != nil {
 		return err
 	}
 	// A block left by an earlier run would keep the first message from
@@ -172,15 +173,15 @@ func (k *blockingCheck) run(ctx context.Context) error {
 	return nil
 }
 
+// nsBlocking is XEP-0191's namespace.
+const nsBlocking = "urn:xmpp:blocking"
+
 // blocking sends an XEP-0191 block or unblock of the endpoint.
 func (k *blockingCheck) blocking(ctx context.Context, op string) error {
 	ictx, cancel := context.WithTimeout(ctx, blockingStepTimeout)
 	defer cancel()
-	raw, err := k.c.IQ(ictx, "set", "", `<`+op+` xmlns='urn:xmpp:blocking'><item jid='`+k.endpoint+`'/></`+op+`>`)
-	if err != nil {
-		return fmt.Errorf("check-blocking: %s: %w", op, err)
-	}
-	el, err := wire.Parse(raw)
+	el, err := k.c.IQElement(ictx, "set", "", wire.Elem(xml.Name{Space: nsBlocking, Local: op}, nil,
+		wire.Elem(xml.Name{Space: nsBlocking, Local: "item"}, []xml.Attr{wire.Attr("jid", k.endpoint)})))
 	if err != nil {
 		return fmt.Errorf("check-blocking: %s: %w", op, err)
 	}
@@ -193,8 +194,9 @@ func (k *blockingCheck) blocking(ctx context.Context, op string) error {
 // write sends the endpoint a chat from the account and waits until the
 // gateway has recorded it (consent, and the end of any block).
 func (k *blockingCheck) write(ctx context.Context, text string) error {
-	msg := `<message type='chat' to='` + k.endpoint + `' id='` + chat.NewID() + `'><body>agentgw check-blocking: ` + text + `</body></message>`
-	if err := k.c.SendRaw(ctx, msg); err != nil {
+	msg := wire.Elem(xml.Name{Local: "message"}, []xml.Attr{wire.Attr("type", "chat"), wire.Attr("to", k.endpoint), wire.Attr("id", chat.NewID())},
+		wire.TextElem(xml.Name{Local: "body"}, "agentgw check-blocking: "+text))
+	if err := k.c.Send(ctx, msg); err != nil {
 		return err
 	}
 	if !k.await(ctx, blockingStepTimeout, func() bool {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"agentgw/chat"
+	"agentgw/wire"
 
 	"mellium.im/xmpp/jid"
 )
@@ -42,16 +43,16 @@ type chatAnswer struct {
 // first answer.
 func (cmd *clientCmd) chat(ctx context.Context, ep jid.JID, text string) error {
 	sender, ok := cmd.s.c.(interface {
-		SendRaw(context.Context, string) error
+		Send(context.Context, xml.TokenReader) error
 	})
 	if !ok {
 		return errors.New("client: chat: this session cannot send messages")
 	}
 	id := chat.NewID()
-	var b strings.Builder
-	xml.EscapeText(&b, []byte(text))
-	msg := `<message type='chat' to='` + ep.String() + `' id='` + id + `'><body>` + b.String() + `</body><request xmlns='urn:xmpp:receipts'/></message>`
-	if err := sender.SendRaw(ctx, msg); err != nil {
+	msg := wire.Elem(xml.Name{Local: "message"}, []xml.Attr{wire.Attr("type", "chat"), wire.Attr("to", ep.String()), wire.Attr("id", id)},
+		wire.TextElem(xml.Name{Local: "body"}, text),
+		wire.Elem(xml.Name{Space: chat.NSReceipts, Local: "request"}, nil))
+	if err := sender.Send(ctx, msg); err != nil {
 		return fmt.Errorf("client: chat: %w", err)
 	}
 	var ans chatAnswer
