@@ -41,7 +41,10 @@ var ErrUnbalanced = errors.New("wire: unbalanced elements")
 // r is read to io.EOF; an end element that does not match its start is
 // ErrUnbalanced.
 func AppendXML(dst []byte, r xml.TokenReader) ([]byte, error) {
-	w := xmlWriter{b: dst}
+	// Stanzas nest a few levels: the stack starts on the goroutine's
+	// stack, not the heap.
+	var open [8]xml.Name
+	w := xmlWriter{b: dst, open: open[:0]}
 	err := w.copy(r)
 	return w.b, err
 }
