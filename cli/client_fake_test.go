@@ -146,6 +146,19 @@ func (c *fakeConn) IQ(ctx context.Context, typ, to, payload string) (string, err
 	return answer, nil
 }
 
+// IQElement is IQ as token streams, through the same fake.
+func (c *fakeConn) IQElement(ctx context.Context, typ, to string, payload xml.TokenReader) (wire.Element, error) {
+	text, err := wire.Marshal(payload)
+	if err != nil {
+		return wire.Element{}, err
+	}
+	answer, err := c.IQ(ctx, typ, to, text)
+	if err != nil {
+		return wire.Element{}, err
+	}
+	return wire.Parse(answer)
+}
+
 func (c *fakeConn) Incoming() <-chan wire.Element { return c.in }
 func (c *fakeConn) Done() <-chan struct{}         { return c.done }
 func (c *fakeConn) JID() jid.JID                  { return c.jid }
