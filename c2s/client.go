@@ -1,6 +1,8 @@
 // Package c2s is a small XMPP client (c2s) for tests and the
-// `agentgw client` command: it logs in, sends raw IQs and stanzas written as
-// XML text, and returns what comes back as XML text.
+// `agentgw client` command: it logs in, sends IQs and stanzas as token
+// streams, and returns what comes back as wire.Element. IQ and SendRaw are
+// text forms for tests and tools that hold XML as text; they parse and
+// write with wire (ParseFragment, AppendXML).
 //
 // Plaintext login is allowed only to a loopback IP address; anything else
 // uses STARTTLS (or direct TLS) with certificate verification.
@@ -56,8 +58,8 @@ const nsRoster = "jabber:iq:roster"
 
 // WithRosterPushes makes the client answer RFC 6121 roster pushes (an IQ
 // set with a jabber:iq:roster query from the account itself or from no one)
-// with an empty result, and deliver each push on Incoming as the <iq/> XML
-// text. Without it, a push is answered service-unavailable.
+// with an empty result, and deliver each push on Incoming as the <iq/>
+// element. Without it, a push is answered service-unavailable.
 func WithRosterPushes() Option {
 	return func(c *config) { c.rosterPushes = true }
 }
@@ -87,7 +89,7 @@ func WithBuffer(n int) Option {
 type Client struct {
 	session *xmpp.Session
 	conn    net.Conn
-	in      chan string
+	in      chan wire.Element
 	dropped atomic.Int64
 	done    chan struct{}
 	err     error // why Serve ended; valid after done is closed
@@ -204,7 +206,7 @@ func Dial(ctx context.Context, addr string, j jid.JID, password string, opts ...
 	c := &Client{
 		session: session,
 		conn:    conn,
-		in:      make(chan string, cfg.buffer),
+		in:      make(chan wire.Element, cfg.buffer),
 		done:    make(chan struct{}),
 		pending: map[string]chan wire.Element{},
 		pushes:  cfg.rosterPushes,
@@ -232,12 +234,13 @@ func plaintextAllowed(addr string, cfg config) (bool, error) {
 // JID returns the full JID bound to the session.
 func (c *Client) JID() jid.JID { return c.session.LocalAddr() }
 
-// Incoming delivers the presence and message stanzas received, as XML text
-// with an xmlns="jabber:client" on the top element. The channel is buffered
+// Incoming delivers the presence and message stanzas received, each read
+// whole (its top element in jabber:client; wire.Marshal or wire.AppendXML
+// write it as text). The channel is buffered
 // (see WithBuffer); when it is full, further stanzas are dropped (counted by
 // Dropped) rather than stalling the session, which would also block IQ
 // responses. It is closed when the session ends.
-func (c *Client) Incoming() <-chan string { return c.in }
+func (c *Client) Incoming() <-chan wire.Element { return c.in }
 
 // Dropped returns how many stanzas were dropped because Incoming was full.
 func (c *Client) Dropped() int64 { return c.dropped.Load() }
@@ -267,12 +270,12 @@ func (c *Client) handle(t xmlstream.TokenReadEncoder, start *xml.StartElement) e
 	}
 	switch start.Name.Local {
 	case "message", "presence":
-		s, err := serializeElement(start, t)
+		el, err := wire.ReadElement(t, *start, maxResponseTokens, maxResponseBytes)
 		if err != nil {
 			return err
 		}
 		select {
-		case c.in <- s:
+		case c.in <- el:
 		default:
 			c.dropped.Add(1)
 		}
@@ -322,20 +325,13 @@ func (c *Client) handle(t xmlstream.TokenReadEncoder, start *xml.StartElement) e
 // rosterPush answers and delivers a roster push (WithRosterPushes); any
 // other IQ set is left for mellium to refuse.
 func (c *Client) rosterPush(t xmlstream.TokenReadEncoder, start *xml.StartElement, iq stanza.IQ) error {
-	s, err := serializeElement(start, t)
+	el, err := wire.ReadElement(t, *start, maxResponseTokens, maxResponseBytes)
 	if err != nil {
 		return err
 	}
-	toks, err := parseFragment(s)
-	if err != nil {
-		return nil
-	}
 	var child xml.Name
-	for _, tok := range toks[1:] {
-		if el, ok := tok.(xml.StartElement); ok {
-			child = el.Name
-			break
-		}
+	if kids := el.Children(); len(kids) > 0 {
+		child = kids[0].Start.Name
 	}
 	if child != (xml.Name{Space: nsRoster, Local: "query"}) {
 		iq.XMLName = xml.Name{Local: "iq"}
@@ -343,7 +339,7 @@ func (c *Client) rosterPush(t xmlstream.TokenReadEncoder, start *xml.StartElemen
 		return err
 	}
 	select {
-	case c.in <- s:
+	case c.in <- el:
 	default:
 		c.dropped.Add(1)
 	}
@@ -356,18 +352,23 @@ func (c *Client) rosterPush(t xmlstream.TokenReadEncoder, start *xml.StartElemen
 // user's own server) with payload (XML text, typically one element with its
 // own xmlns; may be empty) and a fresh random id, and waits for the response
 // until ctx ends. It returns the whole response IQ (result or error, <error/>
-// child included) as XML text; an error IQ is not a Go error. It is the
-// text form of IQElement, for tests and tools that hold XML as text.
+// child included) as XML text written by wire.AppendXML; an error IQ is not
+// a Go error. It is the text form of IQElement, for tests and tools that
+// hold XML as text.
 func (c *Client) IQ(ctx context.Context, typ, to, payload string) (string, error) {
-	toks, err := parseFragment(payload)
+	toks, err := wire.ParseFragment(payload)
 	if err != nil {
 		return "", fmt.Errorf("iq: payload: %w", err)
 	}
-	el, err := c.IQElement(ctx, typ, to, wire.Tokens(toks).Reader())
+	el, err := c.IQElement(ctx, typ, to, toks.Reader())
 	if err != nil {
 		return "", err
 	}
-	return serializeElement(nil, el.Reader())
+	b, err := wire.AppendXML(nil, el.Reader())
+	if err != nil {
+		return "", fmt.Errorf("iq %s to %s: response: %w", typ, to, err)
+	}
+	return string(b), nil
 }
 
 // IQElement sends an IQ of type typ ("get" or "set") to the JID to (empty:
@@ -422,7 +423,7 @@ func (c *Client) IQElement(ctx context.Context, typ, to string, payload xml.Toke
 // IQs whose response you want, use IQ instead: responses to IQs sent here are
 // not delivered anywhere. It is the text form of Send.
 func (c *Client) SendRaw(ctx context.Context, stanzaXML string) error {
-	toks, err := parseFragment(stanzaXML)
+	toks, err := wire.ParseFragment(stanzaXML)
 	if err != nil {
 		return fmt.Errorf("send: %w", err)
 	}
@@ -432,7 +433,7 @@ func (c *Client) SendRaw(ctx context.Context, stanzaXML string) error {
 	if end, ok := toks[len(toks)-1].(xml.EndElement); !ok || firstEndIndex(toks) != len(toks)-1 || end.Name.Local == "" {
 		return errors.New("send: want exactly one element")
 	}
-	return c.Send(ctx, wire.Tokens(toks).Reader())
+	return c.Send(ctx, toks.Reader())
 }
 
 // Send sends one stanza given as a token stream (for example built with

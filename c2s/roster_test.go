@@ -16,12 +16,12 @@ func TestRosterPushes(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp, err := alice.IQ(ctx, "set", "", `<query xmlns="jabber:iq:roster"><item jid="zed@home.example" name="Zed"/></query>`)
-	if err != nil || !strings.Contains(resp, `type="result"`) {
+	if err != nil || !strings.Contains(resp, `type='result'`) {
 		t.Fatalf("roster set: %s %v", resp, err)
 	}
 	select {
-	case s := <-alice.Incoming():
-		if !strings.HasPrefix(s, "<iq") || !strings.Contains(s, `jid="zed@home.example"`) || !strings.Contains(s, `type="set"`) {
+	case el := <-alice.Incoming():
+		if s := text(t, el); !strings.HasPrefix(s, "<iq") || !strings.Contains(s, `jid='zed@home.example'`) || !strings.Contains(s, `type='set'`) {
 			t.Fatalf("push: %s", s)
 		}
 	case <-ctx.Done():

@@ -20,9 +20,6 @@ import (
 	"mellium.im/xmpp/jid"
 )
 
-// nsBlocking is the namespace of XEP-0191 blocking commands.
-const nsBlocking = "urn:xmpp:blocking"
-
 // Bounds of agentgw check-blocking (docs/messaging.md).
 const (
 	// blockingStepTimeout bounds each wait of the check: consent to be
@@ -176,12 +173,15 @@ func (k *blockingCheck) run(ctx context.Context) error {
 	return nil
 }
 
+// nsBlocking is XEP-0191's namespace.
+const nsBlocking = "urn:xmpp:blocking"
+
 // blocking sends an XEP-0191 block or unblock of the endpoint.
 func (k *blockingCheck) blocking(ctx context.Context, op string) error {
 	ictx, cancel := context.WithTimeout(ctx, blockingStepTimeout)
 	defer cancel()
-	item := wire.Elem(xml.Name{Space: nsBlocking, Local: "item"}, []xml.Attr{wire.Attr("jid", k.endpoint)})
-	el, err := k.c.IQElement(ictx, "set", "", wire.Elem(xml.Name{Space: nsBlocking, Local: op}, nil, item))
+	el, err := k.c.IQElement(ictx, "set", "", wire.Elem(xml.Name{Space: nsBlocking, Local: op}, nil,
+		wire.Elem(xml.Name{Space: nsBlocking, Local: "item"}, []xml.Attr{wire.Attr("jid", k.endpoint)})))
 	if err != nil {
 		return fmt.Errorf("check-blocking: %s: %w", op, err)
 	}
@@ -194,8 +194,7 @@ func (k *blockingCheck) blocking(ctx context.Context, op string) error {
 // write sends the endpoint a chat from the account and waits until the
 // gateway has recorded it (consent, and the end of any block).
 func (k *blockingCheck) write(ctx context.Context, text string) error {
-	msg := wire.Elem(xml.Name{Local: "message"},
-		[]xml.Attr{wire.Attr("type", "chat"), wire.Attr("to", k.endpoint), wire.Attr("id", chat.NewID())},
+	msg := wire.Elem(xml.Name{Local: "message"}, []xml.Attr{wire.Attr("type", "chat"), wire.Attr("to", k.endpoint), wire.Attr("id", chat.NewID())},
 		wire.TextElem(xml.Name{Local: "body"}, "agentgw check-blocking: "+text))
 	if err := k.c.Send(ctx, msg); err != nil {
 		return err
@@ -284,20 +283,19 @@ func (k *blockingCheck) await(ctx context.Context, d time.Duration, cond func() 
 			return false
 		case <-deadline.C:
 			return cond()
-		case raw, ok := <-k.c.Incoming():
+		case el, ok := <-k.c.Incoming():
 			if !ok {
 				return cond()
 			}
-			k.note(raw)
+			k.note(el)
 		case <-tick.C:
 		}
 	}
 }
 
 // note records the body of a message from the endpoint.
-func (k *blockingCheck) note(raw string) {
-	el, err := wire.Parse(raw)
-	if err != nil || el.Start.Name.Local != "message" {
+func (k *blockingCheck) note(el wire.Element) {
+	if el.Start.Name.Local != "message" {
 		return
 	}
 	from, _ := el.AttrValue("from")

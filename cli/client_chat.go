@@ -49,8 +49,7 @@ func (cmd *clientCmd) chat(ctx context.Context, ep jid.JID, text string) error {
 		return errors.New("client: chat: this session cannot send messages")
 	}
 	id := chat.NewID()
-	msg := wire.Elem(xml.Name{Local: "message"},
-		[]xml.Attr{wire.Attr("type", "chat"), wire.Attr("to", ep.String()), wire.Attr("id", id)},
+	msg := wire.Elem(xml.Name{Local: "message"}, []xml.Attr{wire.Attr("type", "chat"), wire.Attr("to", ep.String()), wire.Attr("id", id)},
 		wire.TextElem(xml.Name{Local: "body"}, text),
 		wire.Elem(xml.Name{Space: chat.NSReceipts, Local: "request"}, nil))
 	if err := sender.Send(ctx, msg); err != nil {
@@ -64,12 +63,11 @@ func (cmd *clientCmd) chat(ctx context.Context, ep jid.JID, text string) error {
 			return ctx.Err()
 		case <-timeout:
 			return fmt.Errorf("client: chat: no answer from %s in %s", ep, chatTimeout)
-		case raw, ok := <-cmd.s.c.Incoming():
+		case el, ok := <-cmd.s.c.Incoming():
 			if !ok {
 				return errors.New("client: chat: the session ended")
 			}
-			el, err := wire.Parse(raw)
-			if err != nil || el.Start.Name.Local != "message" {
+			if el.Start.Name.Local != "message" {
 				continue
 			}
 			from, _ := el.AttrValue("from")

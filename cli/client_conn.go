@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"agentgw/agentclient"
+	"agentgw/wire"
 
 	"mellium.im/xmpp/jid"
 )
@@ -26,14 +28,16 @@ const (
 )
 
 // conn is what the client commands need of an XMPP session.
-// *client.Client implements it.
+// *c2s.Client implements it.
 type conn interface {
 	// IQ sends an IQ get or set and returns the whole answer as XML text;
 	// an error IQ is not a Go error.
 	IQ(ctx context.Context, typ, to, payload string) (string, error)
-	// Incoming delivers message and presence stanzas as XML text; it is
-	// closed when the session ends.
-	Incoming() <-chan string
+	// IQElement is IQ with the payload and the answer as token streams.
+	IQElement(ctx context.Context, typ, to string, payload xml.TokenReader) (wire.Element, error)
+	// Incoming delivers message and presence stanzas, each read whole; it
+	// is closed when the session ends.
+	Incoming() <-chan wire.Element
 	// Done is closed when the session has ended.
 	Done() <-chan struct{}
 	// JID is the full JID bound to the session.
@@ -107,6 +111,35 @@ func (s *session) IQ(ctx context.Context, typ, to, payload string) (string, erro
 		s.record("iq", raw)
 	}
 	return raw, err
+}
+
+// recordElement is record for a stanza received as an element, written
+// as XML text only when there is a trace.
+func (s *session) recordElement(kind string, el wire.Element) {
+	if s.trace == nil {
+		return
+	}
+	b, err := wire.AppendXML(nil, el.Reader())
+	if err != nil {
+		return
+	}
+	s.record(kind, string(b))
+}
+
+// IQElement implements agentclient.ElementConn, as IQ does Conn: the
+// client's IQs go as token streams, not written out as text and parsed
+// back.
+func (s *session) IQElement(ctx context.Context, typ, to string, payload xml.TokenReader) (wire.Element, error) {
+	if s.lost() {
+		if err := s.reconnect(ctx); err != nil {
+			return wire.Element{}, err
+		}
+	}
+	el, err := s.c.IQElement(ctx, typ, to, payload)
+	if err == nil {
+		s.recordElement("iq", el)
+	}
+	return el, err
 }
 
 // traceLine is one line of the -trace file.

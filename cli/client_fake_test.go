@@ -83,7 +83,7 @@ func (f *fakeTarget) dial(user string) func(ctx context.Context) (cli.Conn, erro
 		defer f.mu.Unlock()
 		f.nextConn++
 		c := &fakeConn{f: f, jid: jid.MustParse(fmt.Sprintf("%s/r%d", user, f.nextConn)),
-			in: make(chan string, 4096), done: make(chan struct{})}
+			in: make(chan wire.Element, 4096), done: make(chan struct{})}
 		f.conns[c.jid.String()] = c
 		return c, nil
 	}
@@ -133,7 +133,7 @@ func (f *fakeTarget) count(local string) int {
 type fakeConn struct {
 	f      *fakeTarget
 	jid    jid.JID
-	in     chan string
+	in     chan wire.Element
 	done   chan struct{}
 	closed bool
 }
@@ -146,9 +146,22 @@ func (c *fakeConn) IQ(ctx context.Context, typ, to, payload string) (string, err
 	return answer, nil
 }
 
-func (c *fakeConn) Incoming() <-chan string { return c.in }
-func (c *fakeConn) Done() <-chan struct{}   { return c.done }
-func (c *fakeConn) JID() jid.JID            { return c.jid }
+// IQElement is IQ as token streams, through the same fake.
+func (c *fakeConn) IQElement(ctx context.Context, typ, to string, payload xml.TokenReader) (wire.Element, error) {
+	text, err := wire.Marshal(payload)
+	if err != nil {
+		return wire.Element{}, err
+	}
+	answer, err := c.IQ(ctx, typ, to, text)
+	if err != nil {
+		return wire.Element{}, err
+	}
+	return wire.Parse(answer)
+}
+
+func (c *fakeConn) Incoming() <-chan wire.Element { return c.in }
+func (c *fakeConn) Done() <-chan struct{}         { return c.done }
+func (c *fakeConn) JID() jid.JID                  { return c.jid }
 
 func (c *fakeConn) Close() error {
 	c.f.mu.Lock()
@@ -165,7 +178,11 @@ func (c *fakeConn) Close() error {
 // is held.
 func (f *fakeTarget) deliver(route, raw string) {
 	if c, ok := f.conns[route]; ok && !c.closed {
-		c.in <- raw
+		el, err := wire.Parse(raw)
+		if err != nil {
+			panic(err)
+		}
+		c.in <- el
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"agentgw/agentclient"
 	"agentgw/task"
+	"agentgw/wire"
 
 	"mellium.im/xmpp/jid"
 )
@@ -52,7 +53,7 @@ func (f *follower) run(ctx context.Context, wait, poll time.Duration, stateFirst
 	defer timer.Stop()
 	for !f.tr.State.Terminal() {
 		select {
-		case raw, ok := <-f.cmd.s.c.Incoming():
+		case el, ok := <-f.cmd.s.c.Incoming():
 			if !ok {
 				// The session ended. Events for this task may have been
 				// lost with it: log in again and ask for the state.
@@ -65,8 +66,8 @@ func (f *follower) run(ctx context.Context, wait, poll time.Duration, stateFirst
 				}
 				continue
 			}
-			f.cmd.s.record("stanza", raw)
-			if f.handle(ctx, raw) {
+			f.cmd.s.recordElement("stanza", el)
+			if f.handle(ctx, el) {
 				interval = poll
 				resetTimer(timer, interval)
 			}
@@ -115,8 +116,8 @@ func (f *follower) protocolError(from, why string) {
 
 // handle processes one incoming stanza and reports whether it advanced
 // the task.
-func (f *follower) handle(ctx context.Context, raw string) bool {
-	o := f.tr.Handle(raw)
+func (f *follower) handle(ctx context.Context, el wire.Element) bool {
+	o := f.tr.HandleElement(el)
 	switch o.Verdict {
 	case agentclient.NotEvent:
 		return false

@@ -358,14 +358,18 @@ var resultBufs = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return 
 // nothing, when the stanza would be over wire.MaxStanzaBytes: the caller
 // then answers as for any payload. The IQ takes the stream's default
 // namespace (jabber:component:accept), as mellium's do.
+//
+// The envelope is built from bytes, not by a writer: this is the measured
+// hot path (issue 26), and the one place allowed to. Its values go through
+// wire's one escaper; payload was written by wire.AppendXML.
 func (s *session) writeResultBytes(req *Request, payload []byte, later bool) bool {
 	bp := resultBufs.Get().(*[]byte)
 	b := append((*bp)[:0], `<iq type="result" id="`...)
-	b = appendAttr(b, req.ID)
+	b = wire.AppendAttrValue(b, req.ID)
 	b = append(b, `" from="`...)
-	b = appendAttr(b, req.To.String())
+	b = wire.AppendAttrValue(b, req.To.String())
 	b = append(b, `" to="`...)
-	b = appendAttr(b, req.From.String())
+	b = wire.AppendAttrValue(b, req.From.String())
 	b = append(b, `">`...)
 	b = append(b, payload...)
 	b = append(b, "</iq>"...)
@@ -378,35 +382,6 @@ func (s *session) writeResultBytes(req *Request, payload []byte, later bool) boo
 		resultBufs.Put(bp)
 	}
 	return ok
-}
-
-// appendAttr appends v escaped for an attribute value in double quotes.
-func appendAttr(b []byte, v string) []byte {
-	start := 0
-	for i := 0; i < len(v); i++ {
-		var esc string
-		switch v[i] {
-		case '"':
-			esc = "&quot;"
-		case '&':
-			esc = "&amp;"
-		case '<':
-			esc = "&lt;"
-		case '>':
-			esc = "&gt;"
-		case '\t':
-			esc = "&#x9;"
-		case '\n':
-			esc = "&#xA;"
-		case '\r':
-			esc = "&#xD;"
-		default:
-			continue
-		}
-		b = append(append(b, v[start:i]...), esc...)
-		start = i + 1
-	}
-	return append(b, v[start:]...)
 }
 
 // replyError turns err into an error IQ: the one function that does, for

@@ -59,7 +59,8 @@ func messagesFrom(t *testing.T, c *c2s.Client, from string, done func([]string) 
 	timeout := time.After(20 * time.Second)
 	for !done(got) {
 		select {
-		case raw := <-c.Incoming():
+		case el := <-c.Incoming():
+			raw := stanzaText(t, el)
 			if strings.HasPrefix(raw, "<message") && (strings.Contains(raw, `from="`+from) || strings.Contains(raw, `from='`+from)) {
 				got = append(got, raw)
 			} else {

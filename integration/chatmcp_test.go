@@ -92,7 +92,7 @@ func sendChat(t *testing.T, c *c2s.Client, to, id, text string) {
 	if err := c.SendRaw(context.Background(), `<message type="chat" id="`+id+`" to="`+to+`"><body>`+text+`</body><request xmlns="urn:xmpp:receipts"/></message>`); err != nil {
 		t.Fatal(err)
 	}
-	messagesFrom(t, c, to, func(m []string) bool { return containing(m, `id="`+id+`"`) != "" && containing(m, "received") != "" })
+	messagesFrom(t, c, to, func(m []string) bool { return containing(m, `id='`+id+`'`) != "" && containing(m, "received") != "" })
 }
 
 // TestChatQueueMCP: a go-sdk client with a [[chat.token]] acts as the

@@ -86,17 +86,17 @@ func TestGatewayOnEjabberd(t *testing.T) {
 	bob := login(t, "bob", harness.RemoteDomain)
 
 	_, raw := iq(t, bob, "get", harness.RemoteDomain, discoItems)
-	if !strings.Contains(raw, `jid="`+harness.RemoteComponentDomain+`"`) {
+	if !strings.Contains(raw, `jid='`+harness.RemoteComponentDomain+`'`) {
 		t.Errorf("ejabberd's items do not list the gateway: %s", raw)
 	}
 	_, raw = iq(t, bob, "get", harness.RemoteComponentDomain, discoInfo)
-	for _, want := range []string{`category="automation"`, `type="agent-gateway"`, `var="jabber:iq:search"`} {
+	for _, want := range []string{`category='automation'`, `type='agent-gateway'`, `var='jabber:iq:search'`} {
 		if !strings.Contains(raw, want) {
 			t.Errorf("gateway disco#info lacks %s: %s", want, raw)
 		}
 	}
 	_, raw = iq(t, bob, "get", harness.RemoteComponentDomain, discoItems)
-	if !strings.Contains(raw, `jid="`+ejabberdDemo+`"`) || !strings.Contains(raw, "<count>1</count>") {
+	if !strings.Contains(raw, `jid='`+ejabberdDemo+`'`) || !strings.Contains(raw, "<count>1</count>") {
 		t.Errorf("directory: %s", raw)
 	}
 	_, raw = iq(t, bob, "set", harness.RemoteComponentDomain, searchForm("DEMO"))
@@ -108,7 +108,7 @@ func TestGatewayOnEjabberd(t *testing.T) {
 		t.Errorf("vcard-temp: %s", raw)
 	}
 	_, raw = iq(t, bob, "get", ejabberdDemo, `<ping xmlns='urn:xmpp:ping'/>`)
-	if !strings.Contains(raw, `type="result"`) {
+	if !strings.Contains(raw, `type='result'`) {
 		t.Errorf("ping: %s", raw)
 	}
 
@@ -125,7 +125,7 @@ func TestGatewayOnEjabberd(t *testing.T) {
 
 	// The gateway on Prosody was not disturbed.
 	alice := login(t, "alice", harness.HomeDomain)
-	if _, raw := iq(t, alice, "get", harness.ComponentDomain, discoInfo); !strings.Contains(raw, `type="agent-gateway"`) {
+	if _, raw := iq(t, alice, "get", harness.ComponentDomain, discoInfo); !strings.Contains(raw, `type='agent-gateway'`) {
 		t.Errorf("the suite's gateway: %s", raw)
 	}
 }

@@ -16,7 +16,6 @@ import (
 	"agentgw/db"
 	"agentgw/internal/harness"
 	"agentgw/task"
-	"agentgw/wire"
 
 	"mellium.im/xmpp/jid"
 )
@@ -58,10 +57,9 @@ func (l *eventLog) watch(c *c2s.Client) {
 	l.w.drains.Add(1)
 	go func() {
 		defer l.w.drains.Done()
-		for raw := range c.Incoming() {
-			l.w.stanza(raw)
-			el, err := wire.Parse(raw)
-			if err != nil || el.Start.Name.Local != "message" {
+		for el := range c.Incoming() {
+			l.w.element(el)
+			if el.Start.Name.Local != "message" {
 				continue
 			}
 			for _, k := range el.Children() {

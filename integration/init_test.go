@@ -113,7 +113,7 @@ func TestInitQuickStart(t *testing.T) {
 	if err != nil {
 		t.Fatalf("disco#info: %v\n%s", err, g.logText())
 	}
-	for _, want := range []string{`type="result"`, `category="automation"`, `type="agent-gateway"`, `name="Agent Gateway"`} {
+	for _, want := range []string{`type='result'`, `category='automation'`, `type='agent-gateway'`, `name='Agent Gateway'`} {
 		if !strings.Contains(raw, want) {
 			t.Errorf("disco#info lacks %s: %s", want, raw)
 		}
@@ -313,7 +313,7 @@ func TestInitEjabberd(t *testing.T) {
 	if err != nil {
 		t.Fatalf("disco#info: %v\n%s", err, g.logText())
 	}
-	if !strings.Contains(raw, `type="result"`) || !strings.Contains(raw, `type="agent-gateway"`) {
+	if !strings.Contains(raw, `type='result'`) || !strings.Contains(raw, `type='agent-gateway'`) {
 		t.Errorf("disco#info: %s", raw)
 	}
 }

@@ -358,6 +358,18 @@ var addrAttr = regexp.MustCompile(`\s(id|from|to)=("[^"]*"|'[^']*')`)
 
 // stripAddrs removes id, from and to from the outer element of a stanza, so
 // two answers can be compared byte for byte.
+// stanzaText writes a stanza received on Incoming as XML text
+// (wire.AppendXML: attributes in the order received, single quotes), for
+// the checks that read it as text.
+func stanzaText(t testing.TB, el wire.Element) string {
+	t.Helper()
+	b, err := wire.AppendXML(nil, el.Reader())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
 func stripAddrs(raw string) string {
 	end := strings.Index(raw, ">")
 	if end < 0 {

@@ -255,12 +255,11 @@ func awaitMessage(t *testing.T, c *c2s.Client, from string) wire.Element {
 	deadline := time.After(30 * time.Second)
 	for {
 		select {
-		case raw, ok := <-c.Incoming():
+		case el, ok := <-c.Incoming():
 			if !ok {
 				t.Fatalf("session ended: %v", c.Err())
 			}
-			el, err := wire.Parse(raw)
-			if err != nil || el.Start.Name.Local != "message" {
+			if el.Start.Name.Local != "message" {
 				continue
 			}
 			if j, err := jid.Parse(attr(el, "from")); err == nil && j.Bare().String() == from {

@@ -86,19 +86,18 @@ func awaitPresence(t *testing.T, c *c2s.Client, from string, timeout time.Durati
 	deadline := time.After(timeout)
 	for {
 		select {
-		case raw, ok := <-c.Incoming():
+		case el, ok := <-c.Incoming():
 			if !ok {
 				t.Fatalf("session ended waiting for presence from %s: %v", from, c.Err())
 			}
-			el, err := wire.Parse(raw)
-			if err != nil || el.Start.Name.Local != "presence" {
+			if el.Start.Name.Local != "presence" {
 				continue
 			}
 			f, _ := el.AttrValue("from")
 			if j, err := jid.Parse(f); err != nil || j.Bare().String() != from {
 				continue
 			}
-			p := presence{raw: raw, el: el}
+			p := presence{raw: stanzaText(t, el), el: el}
 			p.typ, _ = el.AttrValue("type")
 			p.to, _ = el.AttrValue("to")
 			return p

@@ -207,8 +207,8 @@ func (w *taskWire) drain(c *c2s.Client) {
 	w.drains.Add(1)
 	go func() {
 		defer w.drains.Done()
-		for raw := range c.Incoming() {
-			w.stanza(raw)
+		for el := range c.Incoming() {
+			w.element(el)
 		}
 	}()
 }
@@ -242,6 +242,12 @@ func (w *taskWire) stanza(raw string) {
 		w.t.Errorf("unparsable stanza %q: %v", raw, err)
 		return
 	}
+	w.element(el)
+}
+
+// element is stanza for a stanza received as an element (c2s Incoming).
+func (w *taskWire) element(el wire.Element) {
+	w.t.Helper()
 	for _, c := range el.Children() {
 		if c.Start.Name.Space != task.NS {
 			continue

@@ -143,7 +143,7 @@ type Account struct {
 	// taskEvents receives the lifecycle messages of agent tasks
 	// (agents.go), parsed and as received, with the task ID of their
 	// first event; they are never queued as messages.
-	taskEvents func(el wire.Element, taskID, raw string)
+	taskEvents func(el wire.Element, taskID string, size int)
 
 	mu       sync.Mutex
 	cl       *c2s.Client // nil while down
@@ -259,14 +259,14 @@ func (a *Account) session(ctx context.Context) error {
 	var dropped int64
 	for {
 		select {
-		case s, ok := <-cl.Incoming():
+		case el, ok := <-cl.Incoming():
 			if !ok {
 				if err := cl.Err(); err != nil {
 					return err
 				}
 				return errors.New("stream closed by the server")
 			}
-			a.handle(ctx, s)
+			a.handle(ctx, el)
 			if n := cl.Dropped(); n > dropped {
 				a.opts.Log.Error("stanzas dropped: the session fell behind", "account", a.opts.JID.String(), "dropped", n)
 				dropped = n
@@ -409,12 +409,19 @@ func (a *Account) applyItemLocked(item wire.Element) string {
 	return bare
 }
 
-// handle processes one received stanza.
-func (a *Account) handle(ctx context.Context, s string) {
-	el, err := wire.Parse(s)
+// receivedSize is the length of el as XML text (wire.AppendXML's, the
+// length it was received as up to quoting), what the bounds of queued
+// messages and early events count.
+func receivedSize(el wire.Element) int {
+	b, err := wire.AppendXML(nil, el.Reader())
 	if err != nil {
-		return
+		return 0
 	}
+	return len(b)
+}
+
+// handle processes one received stanza.
+func (a *Account) handle(ctx context.Context, el wire.Element) {
 	switch el.Start.Name.Local {
 	case "iq": // a roster push, already answered
 		q, _ := el.Child(xml.Name{Space: nsRoster, Local: "query"})
@@ -434,7 +441,7 @@ func (a *Account) handle(ctx context.Context, s string) {
 	case "message":
 		if id, ok := agentclient.IsLifecycleMessage(el); ok {
 			if a.taskEvents != nil {
-				a.taskEvents(el, id, s)
+				a.taskEvents(el, id, receivedSize(el))
 			}
 			return
 		}
@@ -444,7 +451,7 @@ func (a *Account) handle(ctx context.Context, s string) {
 		}
 		// Filtered here, committed by the writer: the session never
 		// waits on the disk.
-		a.offer(m, len(s))
+		a.offer(m, receivedSize(el))
 	}
 }
 

@@ -78,19 +78,19 @@ func newAgents(s *Server, log *slog.Logger) *agents {
 }
 
 // taskEvent is a lifecycle message as the session parsed it, and the
-// bytes it was received as (what the early events' bound counts): the
-// tracker applies the element, so a message is parsed once.
+// bytes it was received as (receivedSize; what the early events' bound
+// counts): the tracker applies the element, so a message is parsed once.
 type taskEvent struct {
 	el   wire.Element
 	size int
 }
 
-// event routes a lifecycle message (el, received as raw) of task id to
+// event routes a lifecycle message (el, of size bytes) of task id to
 // the call that follows the task, or keeps it for a call whose acceptance
 // has not arrived yet. It runs on the account's session goroutine, which
 // parsed el already, and never blocks.
-func (g *agents) event(el wire.Element, id, raw string) {
-	ev := taskEvent{el: el, size: len(raw)}
+func (g *agents) event(el wire.Element, id string, size int) {
+	ev := taskEvent{el: el, size: size}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if ch, ok := g.following[id]; ok {

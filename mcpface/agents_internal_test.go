@@ -19,7 +19,7 @@ func (g *agents) eventRaw(raw string) {
 		panic(err)
 	}
 	id, _ := agentclient.IsLifecycleMessage(el)
-	g.event(el, id, raw)
+	g.event(el, id, len(raw))
 }
 
 func lifecycle(from, taskID string, pad int) string {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"agentgw/metrics"
+	"agentgw/wire"
 
 	"mellium.im/xmpp/jid"
 )
@@ -33,6 +34,15 @@ func ingestAccount(t *testing.T, opts AccountOptions) (*Account, *Store) {
 
 func chat(from, body string) string {
 	return fmt.Sprintf(`<message xmlns="jabber:client" type="chat" from="%s/phone" to="carol@home.example"><body>%s</body></message>`, from, body)
+}
+
+// handleRaw hands raw to handle as the session does: read whole.
+func (a *Account) handleRaw(raw string) {
+	el, err := wire.Parse(raw)
+	if err != nil {
+		panic(err)
+	}
+	a.handle(context.Background(), el)
 }
 
 // runWriter runs the account's writer until the test ends.
@@ -70,10 +80,10 @@ func TestAcceptFrom(t *testing.T) {
 			before := metrics.MCPMessagesRefused.Value(refusedSender)
 			for _, from := range []string{"dave@remote.example", "erin@remote.example", "frank@remote.example", "bob@stranger.example", "carol@home.example"} {
 				for i := range 2 {
-					a.handle(context.Background(), chat(from, fmt.Sprint("m", i)))
+					a.handleRaw(chat(from, fmt.Sprint("m", i)))
 				}
 			}
-			a.handle(context.Background(), `<message xmlns="jabber:client" type="error" from="err@remote.example"><error type="cancel"><service-unavailable xmlns="urn:ietf:params:xml:ns:xmpp-stanzas"/></error></message>`)
+			a.handleRaw(`<message xmlns="jabber:client" type="error" from="err@remote.example"><error type="cancel"><service-unavailable xmlns="urn:ietf:params:xml:ns:xmpp-stanzas"/></error></message>`)
 			total := 0
 			for _, n := range want {
 				total += n
@@ -101,10 +111,10 @@ func TestStrangerFloodNotQueued(t *testing.T) {
 	a, store := ingestAccount(t, AccountOptions{SenderRate: 1, SenderBurst: 20})
 	start := time.Now()
 	for i := range 300 {
-		a.handle(context.Background(), chat("bob@stranger.example", fmt.Sprint("spam ", i)))
+		a.handleRaw(chat("bob@stranger.example", fmt.Sprint("spam ", i)))
 	}
 	for i := range 5 {
-		a.handle(context.Background(), chat("dave@remote.example", fmt.Sprint("hello ", i)))
+		a.handleRaw(chat("dave@remote.example", fmt.Sprint("hello ", i)))
 	}
 	if d := time.Since(start); d > 2*time.Second {
 		t.Errorf("the session took %v to take 305 messages", d)
@@ -128,7 +138,7 @@ func TestSenderRateAndBytes(t *testing.T) {
 	a, store := ingestAccount(t, AccountOptions{SenderRate: 1, SenderBurst: 20, QueueMaxBytes: 64 << 10})
 	runWriter(t, a)
 	for i := range 300 {
-		a.handle(context.Background(), chat("dave@remote.example", fmt.Sprint("flood ", i)))
+		a.handleRaw(chat("dave@remote.example", fmt.Sprint("flood ", i)))
 	}
 	waitFor(t, "the burst", func() bool { return queuedFrom(t, store)["dave@remote.example"] >= 20 })
 	time.Sleep(200 * time.Millisecond)
@@ -141,7 +151,7 @@ func TestSenderRateAndBytes(t *testing.T) {
 	// Bytes: erin's large messages push the oldest out.
 	big := strings.Repeat("x", 10<<10)
 	for i := range 15 {
-		a.handle(context.Background(), chat("erin@remote.example", fmt.Sprint(i, big)))
+		a.handleRaw(chat("erin@remote.example", fmt.Sprint(i, big)))
 	}
 	waitFor(t, "erin's", func() bool { return queuedFrom(t, store)["erin@remote.example"] > 0 })
 	time.Sleep(200 * time.Millisecond)

@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"bytes"
 	"encoding/xml"
 	"io"
 )
@@ -50,9 +49,9 @@ func (f Frozen) Reader() xml.TokenReader {
 	return &frozenReader{toks: f.toks, nattrs: f.attrs, raw: f.raw}
 }
 
-// Bytes returns the recorded stream as XML, escaped (encoding/xml's
-// encoding of the tokens: every element with a namespace declares it), or
-// nil if it could not be encoded. The bytes are shared: never modify them.
+// Bytes returns the recorded stream as XML, written by AppendXML
+// (namespaces declared only where they change), or nil if it could not be
+// written. The bytes are shared: never modify them.
 func (f Frozen) Bytes() []byte { return f.raw }
 
 // FrozenBytes returns the XML of r if r is a replay of a Frozen (Reader)
@@ -67,19 +66,13 @@ func FrozenBytes(r xml.TokenReader) ([]byte, bool) {
 	return fr.raw, true
 }
 
-// encodeTokens encodes toks as XML, or returns nil.
+// encodeTokens writes toks as XML with AppendXML, or returns nil.
 func encodeTokens(toks []xml.Token) []byte {
-	var buf bytes.Buffer
-	enc := xml.NewEncoder(&buf)
-	for _, tok := range toks {
-		if err := enc.EncodeToken(tok); err != nil {
-			return nil
-		}
-	}
-	if err := enc.Flush(); err != nil {
+	b, err := AppendXML(nil, Tokens(toks).Reader())
+	if err != nil {
 		return nil
 	}
-	return buf.Bytes()
+	return b
 }
 
 type frozenReader struct {

@@ -4,6 +4,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"io"
+	"unicode/utf8"
 )
 
 // MaxStanzaBytes bounds the wire size of every stanza the gateway sends,
@@ -39,19 +40,32 @@ var ErrStanzaTooLarge = errors.New("wire: stanza exceeds the wire size limit")
 // EscapedLen is the length of s, text held as a string or as bytes, once
 // written as XML character data or an attribute value: & < > as &amp; &lt;
 // &gt;, " and ' at 6 bytes, and tab, newline and carriage return as Go's
-// character references (&#x9; etc.).
+// character references (&#x9; etc.). A byte that is not a character XML
+// allows, or not UTF-8, counts as the 3 bytes of U+FFFD that the one
+// escaper (AppendAttrValue, AppendText) and encoding/xml write instead. It
+// is an upper bound of what either writes for s.
 func EscapedLen[T ~string | ~[]byte](s T) int {
 	n := len(s)
 	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '&':
+		switch c := s[i]; {
+		case c == '&':
 			n += 4
-		case '<', '>':
+		case c == '<', c == '>':
 			n += 3
-		case '"', '\'':
+		case c == '"', c == '\'':
 			n += quoteEscapeLen - 1
-		case '\t', '\n', '\r':
+		case c == '\t', c == '\n', c == '\r':
 			n += 4
+		case c < 0x20:
+			n += 2
+		case c >= utf8.RuneSelf:
+			// A valid rune that XML does not allow (U+FFFE, U+FFFF) is
+			// as long as U+FFFD; only a byte that is not UTF-8 grows.
+			r, w := decodeRune(s[i:])
+			if r == utf8.RuneError && w == 1 {
+				n += 2
+			}
+			i += w - 1
 		}
 	}
 	return n

@@ -20,8 +20,10 @@ func ValidText(s string) bool {
 	return true
 }
 
-// isChar reports whether r matches the Char production of XML 1.0.
-// Surrogates cannot reach it: valid UTF-8 does not encode them.
+// isChar reports whether r matches the Char production of XML 1.0: the
+// one character check, behind ValidText and the writer's escaper
+// (encode.go), which writes any other character as U+FFFD. Surrogates
+// cannot reach it: valid UTF-8 does not encode them.
 func isChar(r rune) bool {
 	switch {
 	case r >= 0x20:

@@ -1,14 +1,10 @@
 package wire
 
 import (
-	"bytes"
 	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
-	"slices"
-	"sort"
-	"strconv"
 	"strings"
 
 	"mellium.im/xmlstream"
@@ -191,130 +187,21 @@ func (e Element) Reader() xml.TokenReader {
 // where they change, an attribute in a namespace other than xml's gets a
 // prefix ns1, ns2, … declared on its element, attributes are sorted, empty
 // elements self-close, comments, directives and processing instructions
-// are left out, and text is escaped with the five predefined entities. Golden files in
-// testdata/ are written with it, so they do not depend on encoding/xml's
-// habit of repeating xmlns on every element.
+// are left out, and values and text are escaped by the one escaper
+// (AppendAttrValue, AppendText). It is AppendXML's canonical mode: the
+// same writer with attributes sorted. Golden files in testdata/ are
+// written with it, so they do not depend on encoding/xml's habit of
+// repeating xmlns on every element.
 func Marshal(r xml.TokenReader) (string, error) {
-	var toks []xml.Token
-	for {
-		tok, err := r.Token()
-		switch t := tok.(type) {
-		case xml.StartElement, xml.EndElement:
-			toks = append(toks, xml.CopyToken(tok))
-		case xml.CharData:
-			// Comments, directives and processing instructions are
-			// not written, and neither is empty text: what is left
-			// decides whether an element self-closes.
-			if len(t) > 0 {
-				toks = append(toks, xml.CopyToken(tok))
-			}
-		}
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return "", err
-		}
+	w := xmlWriter{sorted: true}
+	if err := w.copy(r); err != nil {
+		return "", err
 	}
-	var b bytes.Buffer
-	var nsStack []string
-	for i, tok := range toks {
-		switch t := tok.(type) {
-		case xml.StartElement:
-			parent := ""
-			if len(nsStack) > 0 {
-				parent = nsStack[len(nsStack)-1]
-			}
-			b.WriteByte('<')
-			b.WriteString(t.Name.Local)
-			attrs := make([]xml.Attr, 0, len(t.Attr)+1)
-			for _, a := range t.Attr {
-				if a.Name.Space == "" && a.Name.Local == "xmlns" || a.Name.Space == "xmlns" {
-					// Declarations are written anew below.
-					continue
-				}
-				attrs = append(attrs, a)
-			}
-			if t.Name.Space != parent {
-				attrs = append(attrs, Attr("xmlns", t.Name.Space))
-			}
-			names := attrNames(attrs)
-			for sp, prefix := range names {
-				attrs = append(attrs, xml.Attr{Name: xml.Name{Space: "xmlns", Local: prefix}, Value: sp})
-			}
-			sort.Slice(attrs, func(i, j int) bool { return names.of(attrs[i]) < names.of(attrs[j]) })
-			for _, a := range attrs {
-				fmt.Fprintf(&b, " %s='%s'", names.of(a), escape(a.Value, true))
-			}
-			nsStack = append(nsStack, t.Name.Space)
-			if i+1 < len(toks) {
-				if _, ok := toks[i+1].(xml.EndElement); ok {
-					b.WriteString("/>")
-					continue
-				}
-			}
-			b.WriteByte('>')
-		case xml.EndElement:
-			if _, ok := toks[i-1].(xml.StartElement); !ok {
-				fmt.Fprintf(&b, "</%s>", t.Name.Local)
-			}
-			nsStack = nsStack[:len(nsStack)-1]
-		case xml.CharData:
-			b.WriteString(escape(string(t), false))
-		}
-	}
-	return b.String(), nil
+	return string(w.b), nil
 }
 
 // xmlNS is the namespace of the xml prefix.
 const xmlNS = "http://www.w3.org/XML/1998/namespace"
-
-// prefixes names the namespaces of one element's attributes: ns1, ns2, …
-// in the order of the namespaces, so that the names do not depend on how
-// the input spelt its prefixes.
-type prefixes map[string]string
-
-// attrNames gives every attribute namespace of attrs other than xml's a
-// prefix, which the element declares.
-func attrNames(attrs []xml.Attr) prefixes {
-	var spaces []string
-	for _, a := range attrs {
-		if a.Name.Space != "" && a.Name.Space != xmlNS && !slices.Contains(spaces, a.Name.Space) {
-			spaces = append(spaces, a.Name.Space)
-		}
-	}
-	sort.Strings(spaces)
-	p := make(prefixes, len(spaces))
-	for i, sp := range spaces {
-		p[sp] = "ns" + strconv.Itoa(i+1)
-	}
-	return p
-}
-
-// of is the qualified name of a, or of the declaration it stands for.
-func (p prefixes) of(a xml.Attr) string {
-	switch {
-	case a.Name.Space == "":
-		return a.Name.Local
-	case a.Name.Space == xmlNS:
-		return "xml:" + a.Name.Local
-	case a.Name.Space == "xmlns":
-		return "xmlns:" + a.Name.Local
-	}
-	return p[a.Name.Space] + ":" + a.Name.Local
-}
-
-var (
-	attrEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", "'", "&apos;", "\"", "&quot;")
-	textEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
-)
-
-func escape(s string, attr bool) string {
-	if attr {
-		return attrEscaper.Replace(s)
-	}
-	return textEscaper.Replace(s)
-}
 
 // Parse decodes one XML element from s, for tests and for the client.
 func Parse(s string) (Element, error) {
@@ -328,4 +215,53 @@ func Parse(s string) (Element, error) {
 			return ReadElement(d, start, 1<<20, 16<<20)
 		}
 	}
+}
+
+// ParseFragment decodes XML text of zero or more whole elements into
+// tokens that can be written again (by AppendXML or by mellium's encoder):
+// each element carries its namespace in its Name, so namespace
+// declarations are dropped; comments, processing instructions and
+// directives are dropped; whitespace between the elements is dropped, and
+// other text there is an error, as are unbalanced elements.
+func ParseFragment(s string) (Tokens, error) {
+	d := xml.NewDecoder(strings.NewReader(s))
+	var toks Tokens
+	depth := 0
+	for {
+		tok, err := d.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("parse xml: %w", err)
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			depth++
+			t = t.Copy()
+			attrs := t.Attr[:0]
+			for _, a := range t.Attr {
+				if !isNSDecl(a.Name) {
+					attrs = append(attrs, a)
+				}
+			}
+			t.Attr = attrs
+			toks = append(toks, t)
+		case xml.EndElement:
+			depth--
+			toks = append(toks, t)
+		case xml.CharData:
+			if depth == 0 {
+				if strings.TrimSpace(string(t)) != "" {
+					return nil, errors.New("parse xml: text outside of an element")
+				}
+				continue
+			}
+			toks = append(toks, t.Copy())
+		}
+	}
+	if depth != 0 {
+		return nil, errors.New("parse xml: unbalanced elements")
+	}
+	return toks, nil
 }

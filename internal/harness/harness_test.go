@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"agentgw/c2s"
+	"agentgw/wire"
 
 	"mellium.im/xmlstream"
 	"mellium.im/xmpp"
@@ -133,12 +134,12 @@ func TestProsodyAlone(t *testing.T) {
 		t.Fatalf("bound JID = %s", alice.JID())
 	}
 	mustIQ(ctx, t, alice, "get", e.HomeDomain, discoInfo,
-		`type="result"`, `<identity`, `var="urn:xmpp:ping"`)
+		`type='result'`, `<identity`, `var='urn:xmpp:ping'`)
 	mustIQ(ctx, t, alice, "get", e.HomeDomain, `<query xmlns="http://jabber.org/protocol/disco#items"/>`,
-		`type="result"`, `jid="agents.example"`, `name="Agent Gateway"`)
+		`type='result'`, `jid='agents.example'`, `name='Agent Gateway'`)
 
 	// Without a component, Prosody bounces IQs to its domain.
-	resp := mustIQ(ctx, t, alice, "get", "x@agents.example", discoInfo, `type="error"`)
+	resp := mustIQ(ctx, t, alice, "get", "x@agents.example", discoInfo, `type='error'`)
 	t.Logf("no component: %s", resp)
 
 	// Wrong password: login fails.
@@ -157,7 +158,7 @@ func TestComponentLocal(t *testing.T) {
 	connectComponent(ctx, t, e)
 	alice := dialClient(ctx, t, e.ProsodyC2S, "alice@home.example", "alicepw")
 	mustIQ(ctx, t, alice, "get", "x@agents.example", discoInfo,
-		`type="result"`, `from="x@agents.example"`, `name="test x@agents.example"`)
+		`type='result'`, `from='x@agents.example'`, `name='test x@agents.example'`)
 }
 
 func TestFederation(t *testing.T) {
@@ -175,12 +176,12 @@ func TestFederation(t *testing.T) {
 	// ejabberd -> s2s -> Prosody -> component.
 	start := time.Now()
 	mustIQ(ctx, t, bob, "get", "x@agents.example", discoInfo,
-		`type="result"`, `from="x@agents.example"`, `name="test x@agents.example"`)
+		`type='result'`, `from='x@agents.example'`, `name='test x@agents.example'`)
 	t.Logf("bob -> x@agents.example (first, opens s2s): %v", time.Since(start))
 
 	// Prosody -> s2s -> ejabberd.
 	start = time.Now()
-	mustIQ(ctx, t, alice, "get", e.RemoteDomain, discoInfo, `type="result"`, `from="remote.example"`)
+	mustIQ(ctx, t, alice, "get", e.RemoteDomain, discoInfo, `type='result'`, `from='remote.example'`)
 	t.Logf("alice -> remote.example (first, opens s2s): %v", time.Since(start))
 
 	// A message from bob to alice's full JID arrives on Incoming.
@@ -189,8 +190,12 @@ func TestFederation(t *testing.T) {
 		t.Fatal(err)
 	}
 	select {
-	case got := <-alice.Incoming():
-		if !strings.Contains(got, `<body>hello &amp; welcome</body>`) || !strings.Contains(got, `from="`+bob.JID().String()+`"`) {
+	case el := <-alice.Incoming():
+		got, err := wire.Marshal(el.Reader())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(got, `<body>hello &amp; welcome</body>`) || !strings.Contains(got, `from='`+bob.JID().String()+`'`) {
 			t.Fatalf("alice got %s", got)
 		}
 	case <-ctx.Done():
@@ -214,7 +219,7 @@ func TestRestartProsody(t *testing.T) {
 	}
 	comp := connectComponent(ctx, t, e)
 	alice := dialClient(ctx, t, e.ProsodyC2S, "alice@home.example", "alicepw")
-	mustIQ(ctx, t, alice, "get", "x@agents.example", discoInfo, `type="result"`)
+	mustIQ(ctx, t, alice, "get", "x@agents.example", discoInfo, `type='result'`)
 
 	before := e.PIDs()["prosody"]
 	if err := e.RestartProsody(ctx); err != nil {
@@ -238,7 +243,7 @@ func TestRestartProsody(t *testing.T) {
 	// Reconnect both; the account survived (same data directory).
 	connectComponent(ctx, t, e)
 	alice = dialClient(ctx, t, e.ProsodyC2S, "alice@home.example", "alicepw")
-	mustIQ(ctx, t, alice, "get", "y@agents.example", discoInfo, `type="result"`, `from="y@agents.example"`)
+	mustIQ(ctx, t, alice, "get", "y@agents.example", discoInfo, `type='result'`, `from='y@agents.example'`)
 }
 
 func TestStopLeavesNothing(t *testing.T) {

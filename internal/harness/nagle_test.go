@@ -35,7 +35,7 @@ func TestProsodyNagle(t *testing.T) {
 			t.Fatalf("nagle on=%v: config has %q: %v\n%s", step.on, off, got, config())
 		}
 		alice := dialClient(ctx, t, e.ProsodyC2S, "alice@home.example", "alicepw")
-		mustIQ(ctx, t, alice, "get", e.HomeDomain, discoInfo, `type="result"`)
+		mustIQ(ctx, t, alice, "get", e.HomeDomain, discoInfo, `type='result'`)
 		alice.Close()
 	}
 }
