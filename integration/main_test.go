@@ -2,6 +2,15 @@
 // real Prosody (home.example, with the component agents.example) and a real
 // ejabberd (remote.example) federated over s2s, all on loopback, started by
 // internal/harness.
+//
+// Environment:
+//   - AGENTGW_REQUIRE_SERVERS=1 makes a missing server or peer a failure
+//     instead of a skip (CI and scripts/test set it).
+//   - AGENTGW_MCP_EVERYTHING and AGENTGW_MCP_INSPECTOR locate the MCP peers
+//     (server-everything's dist/index.js, the inspector CLI).
+//   - AGENTGW_BINARY=/path/to/agentgw runs that binary instead of building
+//     one from the tree, so that the same tests and benchmarks measure two
+//     builds (scripts/bench-compare). Unset, the tree is built.
 package integration
 
 import (
@@ -86,11 +95,8 @@ func setup() (int, error) {
 	if suite.dir, err = os.MkdirTemp("", "agentgw-integration-"); err != nil {
 		return 1, err
 	}
-	suite.bin = filepath.Join(suite.dir, "agentgw")
-	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", suite.bin, "..")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		return 1, fmt.Errorf("build: %v\n%s", err, out)
+	if suite.bin, err = agentgwBinary(ctx); err != nil {
+		return 1, err
 	}
 	if suite.env, err = harness.Start(ctx, harness.Options{Ejabberd: true, Dir: filepath.Join(suite.dir, "servers")}); err != nil {
 		return 1, err
@@ -115,6 +121,36 @@ func setup() (int, error) {
 		return 1, err
 	}
 	return 0, nil
+}
+
+// binaryEnv names a built agentgw for the suite to run instead of
+// building the tree's.
+const binaryEnv = "AGENTGW_BINARY"
+
+// agentgwBinary returns the binary the suite runs: AGENTGW_BINARY if set
+// (it must be an executable file), else the tree built into suite.dir.
+func agentgwBinary(ctx context.Context) (string, error) {
+	if bin := os.Getenv(binaryEnv); bin != "" {
+		abs, err := filepath.Abs(bin)
+		if err != nil {
+			return "", err
+		}
+		info, err := os.Stat(abs)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", binaryEnv, err)
+		}
+		if !info.Mode().IsRegular() || info.Mode().Perm()&0o111 == 0 {
+			return "", fmt.Errorf("%s=%s is not an executable file", binaryEnv, bin)
+		}
+		return abs, nil
+	}
+	bin := filepath.Join(suite.dir, "agentgw")
+	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "..")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build: %v\n%s", err, out)
+	}
+	return bin, nil
 }
 
 func teardown() {
