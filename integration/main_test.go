@@ -218,20 +218,71 @@ func seedDirectory(ctx context.Context) error {
 	if out, err := agentgw(ctx, "endpoint", "register", "-config", suite.config, "-activate", "../testdata/manifest/weather.json"); err != nil {
 		return fmt.Errorf("register weather: %v: %s", err, out)
 	}
-	store, err := db.Open(ctx, suite.db)
+	manifests := make([]string, numAgents)
+	for i := range manifests {
+		manifests[i] = agentManifest(i)
+	}
+	return importManifests(ctx, suite.db, harness.ComponentDomain, manifests)
+}
+
+// importManifests registers and activates manifests of domain in the
+// database at path, in bulk through the store. With AGENTGW_BINARY set
+// the store is the binary's, whose schema may be older than the tree's
+// (db.Open would migrate it past what that binary reads): the binary
+// registers them itself (`endpoint register -activate DIR`).
+func importManifests(ctx context.Context, path, domain string, manifests []string) error {
+	if os.Getenv(binaryEnv) != "" {
+		return registerWithBinary(ctx, path, domain, manifests)
+	}
+	store, err := db.Open(ctx, path)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	vs := make([]db.Version, 0, numAgents)
-	for i := 0; i < numAgents; i++ {
-		m, err := manifest.Parse([]byte(agentManifest(i)), manifest.Options{Domain: harness.ComponentDomain})
+	vs := make([]db.Version, 0, len(manifests))
+	for _, raw := range manifests {
+		m, err := manifest.Parse([]byte(raw), manifest.Options{Domain: domain})
 		if err != nil {
 			return err
 		}
 		vs = append(vs, db.Version{JID: m.JID, Version: m.Version, Hash: m.Hash, Canonical: m.Canonical, Name: m.Name, Title: m.Title})
 	}
 	return store.ImportVersions(ctx, vs, true)
+}
+
+// registerWithBinary runs `agentgw endpoint register -activate` on a
+// directory of manifests, with a configuration naming only the database.
+func registerWithBinary(ctx context.Context, path, domain string, manifests []string) error {
+	dir, err := os.MkdirTemp(suite.dir, "import-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	mdir := filepath.Join(dir, "manifests")
+	if err := os.Mkdir(mdir, 0o700); err != nil {
+		return err
+	}
+	for i, raw := range manifests {
+		if err := os.WriteFile(filepath.Join(mdir, fmt.Sprintf("%06d.json", i)), []byte(raw), 0o600); err != nil {
+			return err
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "secret"), []byte("import-secret\n"), 0o600); err != nil {
+		return err
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return err
+	}
+	config := filepath.Join(dir, "import.toml")
+	body := fmt.Sprintf("[component]\ndomain = %q\nserver = \"127.0.0.1:1\"\nsecret_file = \"secret\"\n\n[database]\npath = %q\n", domain, abs)
+	if err := os.WriteFile(config, []byte(body), 0o600); err != nil {
+		return err
+	}
+	if out, err := agentgw(ctx, "endpoint", "register", "-config", config, "-activate", mdir); err != nil {
+		return fmt.Errorf("endpoint register: %v: %s", err, tail(out, 10))
+	}
+	return nil
 }
 
 // agentgw runs the binary and returns its combined output.
