@@ -2,6 +2,15 @@
 // real Prosody (home.example, with the component agents.example) and a real
 // ejabberd (remote.example) federated over s2s, all on loopback, started by
 // internal/harness.
+//
+// Environment:
+//   - AGENTGW_REQUIRE_SERVERS=1 makes a missing server or peer a failure
+//     instead of a skip (CI and scripts/test set it).
+//   - AGENTGW_MCP_EVERYTHING and AGENTGW_MCP_INSPECTOR locate the MCP peers
+//     (server-everything's dist/index.js, the inspector CLI).
+//   - AGENTGW_BINARY=/path/to/agentgw runs that binary instead of building
+//     one from the tree, so that the same tests and benchmarks measure two
+//     builds (scripts/bench-compare). Unset, the tree is built.
 package integration
 
 import (
@@ -86,11 +95,8 @@ func setup() (int, error) {
 	if suite.dir, err = os.MkdirTemp("", "agentgw-integration-"); err != nil {
 		return 1, err
 	}
-	suite.bin = filepath.Join(suite.dir, "agentgw")
-	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", suite.bin, "..")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		return 1, fmt.Errorf("build: %v\n%s", err, out)
+	if suite.bin, err = agentgwBinary(ctx); err != nil {
+		return 1, err
 	}
 	if suite.env, err = harness.Start(ctx, harness.Options{Ejabberd: true, Dir: filepath.Join(suite.dir, "servers")}); err != nil {
 		return 1, err
@@ -115,6 +121,36 @@ func setup() (int, error) {
 		return 1, err
 	}
 	return 0, nil
+}
+
+// binaryEnv names a built agentgw for the suite to run instead of
+// building the tree's.
+const binaryEnv = "AGENTGW_BINARY"
+
+// agentgwBinary returns the binary the suite runs: AGENTGW_BINARY if set
+// (it must be an executable file), else the tree built into suite.dir.
+func agentgwBinary(ctx context.Context) (string, error) {
+	if bin := os.Getenv(binaryEnv); bin != "" {
+		abs, err := filepath.Abs(bin)
+		if err != nil {
+			return "", err
+		}
+		info, err := os.Stat(abs)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", binaryEnv, err)
+		}
+		if !info.Mode().IsRegular() || info.Mode().Perm()&0o111 == 0 {
+			return "", fmt.Errorf("%s=%s is not an executable file", binaryEnv, bin)
+		}
+		return abs, nil
+	}
+	bin := filepath.Join(suite.dir, "agentgw")
+	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "..")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build: %v\n%s", err, out)
+	}
+	return bin, nil
 }
 
 func teardown() {
@@ -182,20 +218,71 @@ func seedDirectory(ctx context.Context) error {
 	if out, err := agentgw(ctx, "endpoint", "register", "-config", suite.config, "-activate", "../testdata/manifest/weather.json"); err != nil {
 		return fmt.Errorf("register weather: %v: %s", err, out)
 	}
-	store, err := db.Open(ctx, suite.db)
+	manifests := make([]string, numAgents)
+	for i := range manifests {
+		manifests[i] = agentManifest(i)
+	}
+	return importManifests(ctx, suite.db, harness.ComponentDomain, manifests)
+}
+
+// importManifests registers and activates manifests of domain in the
+// database at path, in bulk through the store. With AGENTGW_BINARY set
+// the store is the binary's, whose schema may be older than the tree's
+// (db.Open would migrate it past what that binary reads): the binary
+// registers them itself (`endpoint register -activate DIR`).
+func importManifests(ctx context.Context, path, domain string, manifests []string) error {
+	if os.Getenv(binaryEnv) != "" {
+		return registerWithBinary(ctx, path, domain, manifests)
+	}
+	store, err := db.Open(ctx, path)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	vs := make([]db.Version, 0, numAgents)
-	for i := 0; i < numAgents; i++ {
-		m, err := manifest.Parse([]byte(agentManifest(i)), manifest.Options{Domain: harness.ComponentDomain})
+	vs := make([]db.Version, 0, len(manifests))
+	for _, raw := range manifests {
+		m, err := manifest.Parse([]byte(raw), manifest.Options{Domain: domain})
 		if err != nil {
 			return err
 		}
 		vs = append(vs, db.Version{JID: m.JID, Version: m.Version, Hash: m.Hash, Canonical: m.Canonical, Name: m.Name, Title: m.Title})
 	}
 	return store.ImportVersions(ctx, vs, true)
+}
+
+// registerWithBinary runs `agentgw endpoint register -activate` on a
+// directory of manifests, with a configuration naming only the database.
+func registerWithBinary(ctx context.Context, path, domain string, manifests []string) error {
+	dir, err := os.MkdirTemp(suite.dir, "import-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	mdir := filepath.Join(dir, "manifests")
+	if err := os.Mkdir(mdir, 0o700); err != nil {
+		return err
+	}
+	for i, raw := range manifests {
+		if err := os.WriteFile(filepath.Join(mdir, fmt.Sprintf("%06d.json", i)), []byte(raw), 0o600); err != nil {
+			return err
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "secret"), []byte("import-secret\n"), 0o600); err != nil {
+		return err
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return err
+	}
+	config := filepath.Join(dir, "import.toml")
+	body := fmt.Sprintf("[component]\ndomain = %q\nserver = \"127.0.0.1:1\"\nsecret_file = \"secret\"\n\n[database]\npath = %q\n", domain, abs)
+	if err := os.WriteFile(config, []byte(body), 0o600); err != nil {
+		return err
+	}
+	if out, err := agentgw(ctx, "endpoint", "register", "-config", config, "-activate", mdir); err != nil {
+		return fmt.Errorf("endpoint register: %v: %s", err, tail(out, 10))
+	}
+	return nil
 }
 
 // agentgw runs the binary and returns its combined output.

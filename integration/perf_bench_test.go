@@ -132,6 +132,13 @@ func largeAnswers(b *testing.B, c interface {
 func registerManifest(b *testing.B, path, raw, domain string) {
 	b.Helper()
 	ctx := context.Background()
+	if os.Getenv(binaryEnv) != "" {
+		// The binary's store, which db.Open would migrate (importManifests).
+		if err := registerWithBinary(ctx, path, domain, []string{raw}); err != nil {
+			b.Fatal(err)
+		}
+		return
+	}
 	store, err := db.Open(ctx, path)
 	if err != nil {
 		b.Fatal(err)

@@ -11,9 +11,7 @@ import (
 	"time"
 
 	"agentgw/c2s"
-	"agentgw/db"
 	"agentgw/internal/harness"
-	"agentgw/manifest"
 )
 
 // vjudJID is ejabberd's XEP-0055 service (mod_vcard with search enabled).
@@ -96,25 +94,14 @@ func seedBenchDB(b *testing.B, path, domain string, n int) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	store, err := db.Open(ctx, path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	vs := make([]db.Version, n)
-	for i := range vs {
+	manifests := make([]string, n)
+	for i := range manifests {
 		local, nick := benchEntry(i)
-		body := fmt.Sprintf(`{"manifestSpecVersion":"0","agent":{"jid":"%s@%s","name":%q,"title":%q,"version":"1.0.0"},"tools":[]}`,
+		manifests[i] = fmt.Sprintf(`{"manifestSpecVersion":"0","agent":{"jid":"%s@%s","name":%q,"title":%q,"version":"1.0.0"},"tools":[]}`,
 			local, domain, local, nick)
-		m, err := manifest.Parse([]byte(body), manifest.Options{Domain: domain})
-		if err != nil {
-			b.Fatal(err)
-		}
-		vs[i] = db.Version{JID: m.JID, Version: m.Version, Hash: m.Hash, Canonical: m.Canonical, Name: m.Name, Title: m.Title}
 	}
 	start := time.Now()
-	err = store.ImportVersions(ctx, vs, true)
-	store.Close()
-	if err != nil {
+	if err := importManifests(ctx, path, domain, manifests); err != nil {
 		b.Fatal(err)
 	}
 	b.Logf("agentgw: %d endpoints of %s imported and indexed in %v", n, domain, time.Since(start).Round(time.Millisecond))
