@@ -525,7 +525,10 @@ function main() {
   const [host, port] = splitHostPort(o.listen);
   server.listen(port, host, () => {
     const p = server.address().port;
-    if (o.portFile) fs.writeFileSync(o.portFile, `${p}\n`, { mode: 0o600 });
+    if (o.portFile) { // whole or not at all, for a script that waits for it
+      fs.writeFileSync(`${o.portFile}.tmp`, `${p}\n`, { mode: 0o600 });
+      fs.renameSync(`${o.portFile}.tmp`, o.portFile);
+    }
     log(`listening on ${host}:${p}`);
   });
   const acceptTimer = setTimeout(() => fail(`no component connected within ${o.acceptTimeout}s`), o.acceptTimeout * 1000);
