@@ -16,8 +16,9 @@ import (
 // generator; scripts/loadgen/run is the benchmark, and asserts no figure):
 // the generator's own tests, then two seconds of flood against the built
 // gateway with BenchmarkCeiling's configuration, one against the trivial
-// responder answering with what the gateway answered, and one to an
-// endpoint that does not exist. Every answer must match a request, none may
+// responder answering with what the gateway answered, one after the
+// gateway has pinged the generator, and one to an endpoint that does not
+// exist. Every answer must match a request, none may
 // be lost, and only the last run may (and must) count errors.
 func TestLoadgen(t *testing.T) {
 	if testing.Short() {
@@ -56,13 +57,13 @@ func TestLoadgen(t *testing.T) {
 		t.Fatal(err)
 	}
 	write("manifests/bench-000123.json", `{"manifestSpecVersion":"0","agent":{"jid":"bench-000123@agents.example","name":"bench-000123","title":"Agent 000123","version":"1.0.0"},"tools":[]}`)
-	config := func(port string) string {
+	config := func(port, ping string) string {
 		return write("agentgw.toml", `
 [component]
 domain = "agents.example"
 server = "127.0.0.1:`+port+`"
 secret_file = "secret"
-ping_interval = "1h"
+`+ping+`
 
 [gateway]
 rate_limit = 0
@@ -78,7 +79,7 @@ principals = ["home.example"]
 endpoints = ["*"]
 `)
 	}
-	if out, err := exec.CommandContext(ctx, gw, "endpoint", "register", "-config", config("5347"), "-activate", filepath.Join(dir, "manifests")).CombinedOutput(); err != nil {
+	if out, err := exec.CommandContext(ctx, gw, "endpoint", "register", "-config", config("5347", ""), "-activate", filepath.Join(dir, "manifests")).CombinedOutput(); err != nil {
 		t.Fatalf("register: %v\n%s", err, out)
 	}
 	payload := filepath.Join(dir, "payload.xml")
@@ -153,7 +154,7 @@ endpoints = ["*"]
 		return fields, werr == nil
 	}
 	gateway := func(port string) *exec.Cmd {
-		return exec.CommandContext(ctx, gw, "serve", "-config", config(port))
+		return exec.CommandContext(ctx, gw, "serve", "-config", config(port, `ping_interval = "1h"`))
 	}
 
 	g, clean := run("bench-000123@agents.example", "2", []string{"-capture", payload, "-label", "gateway"}, gateway)
@@ -170,6 +171,16 @@ endpoints = ["*"]
 	}
 	if tr["answer_bytes"] != g["answer_bytes"] {
 		t.Errorf("the trivial responder's answers are %d bytes, the gateway's %d", tr["answer_bytes"], g["answer_bytes"])
+	}
+
+	// The gateway's own keepalive pings, 0.2 s after its last input, are
+	// answered as a server would: unanswered, they would drop the stream
+	// 0.5 s later, before the load starts.
+	p, clean := run("bench-000123@agents.example", "0.5", []string{"-idle", "2", "-label", "pinged"}, func(port string) *exec.Cmd {
+		return exec.CommandContext(ctx, gw, "serve", "-config", config(port, "ping_interval = \"200ms\"\nping_timeout = \"500ms\""))
+	})
+	if !clean || p["served"] < 2 {
+		t.Errorf("keepalive pings: %d answered, clean %v", p["served"], clean)
 	}
 
 	// An endpoint that does not exist: every answer is an error, and the

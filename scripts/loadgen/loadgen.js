@@ -5,7 +5,7 @@
 //
 // It is the server side of a component connection (jabber:component:accept):
 // it listens on loopback, takes one component's stream, checks its
-// handshake (SHA-1 hex of stream id + secret), and then keeps --in-flight
+// handshake (SHA-1 hex of stream id + secret), and then keeps -in-flight
 // disco#info requests outstanding to --to, each slot from a sender JID of
 // its own, sending a slot's next request as its answer arrives. Every
 // answer is matched to its request by id (and by from/to); results and
@@ -13,8 +13,9 @@
 // disco#info to the server, presence) is answered as a server would, or
 // ignored, so it never waits on us.
 //
-// The run: --warmup seconds not counted, then a window of --duration
-// seconds (or --count answers) that is, then no new requests while the
+// The run: -idle seconds with no load, -warmup seconds of load not
+// counted, then a window of -duration seconds (or -count answers) that
+// is, then no new requests while the
 // outstanding ones drain. At the end it prints one line on stdout:
 //
 //	label=gateway rate=23456 window_answers=234560 window_s=10.000 sent=... answered=...
@@ -38,6 +39,7 @@ const usage = `usage: node loadgen.js -domain D -secret-file F -to JID [flags]
   -in-flight N          requests outstanding at any time (default 64)
   -senders N            distinct sender localparts (default: in-flight)
   -sender-domains LIST  comma-separated sender domains (default home.example)
+  -idle S               seconds between the handshake and the load (default 0)
   -warmup S             seconds of load not counted (default 1)
   -duration S           seconds counted (default 10)
   -count N              count N answers instead of a duration
@@ -51,14 +53,14 @@ const usage = `usage: node loadgen.js -domain D -secret-file F -to JID [flags]
 function parseArgs(argv) {
   const o = {
     listen: '127.0.0.1:0', portFile: '', domain: '', secretFile: '', to: '',
-    inFlight: 64, senders: 0, senderDomains: 'home.example', warmup: 1,
+    inFlight: 64, senders: 0, senderDomains: 'home.example', idle: 0, warmup: 1,
     duration: 10, count: 0, expect: '', capture: '', label: 'run',
     acceptTimeout: 30, drainTimeout: 10,
   };
   const names = {
     '-listen': 'listen', '-port-file': 'portFile', '-domain': 'domain',
     '-secret-file': 'secretFile', '-to': 'to', '-in-flight': 'inFlight',
-    '-senders': 'senders', '-sender-domains': 'senderDomains', '-warmup': 'warmup',
+    '-senders': 'senders', '-sender-domains': 'senderDomains', '-idle': 'idle', '-warmup': 'warmup',
     '-duration': 'duration', '-count': 'count', '-expect': 'expect',
     '-capture': 'capture', '-label': 'label', '-accept-timeout': 'acceptTimeout',
     '-drain-timeout': 'drainTimeout',
@@ -285,7 +287,7 @@ function main() {
   const pending = new Map(); // id → slot
   const sentAt = new Float64Array(o.inFlight);
   let seq = 0;
-  let phase = 'handshake'; // handshake, warmup, window, drain, done
+  let phase = 'handshake'; // handshake, idle, warmup, window, drain, done
   let windowStart = 0;
   let windowEnd = 0;
   let windowAnswers = 0;
@@ -349,7 +351,9 @@ function main() {
         return;
       }
       conn.write('<handshake/>', 'latin1');
-      startLoad();
+      log(`component ${o.domain} authenticated`);
+      phase = 'idle';
+      setTimeout(startLoad, o.idle * 1000);
       return;
     }
     const a = tag.attrs;
@@ -412,7 +416,8 @@ function main() {
   }
 
   function startLoad() {
-    log(`component ${o.domain} authenticated; ${o.inFlight} in flight to ${o.to}`);
+    if (phase !== 'idle') return;
+    log(`${o.inFlight} in flight to ${o.to}`);
     phase = 'warmup';
     const now = performance.now();
     for (let k = 0; k < o.inFlight; k++) request(k, now);
@@ -444,12 +449,12 @@ function main() {
     if (phase === 'done') return;
     phase = 'done';
     flush();
-    const secs = (windowEnd - windowStart) / 1000;
+    const secs = windowStart ? (windowEnd - windowStart) / 1000 : 0;
     const sorted = lat.subarray(0, windowAnswers).sort();
     const lost = pending.size;
     const fields = {
       label: o.label,
-      rate: Math.round(windowAnswers / secs),
+      rate: secs > 0 ? Math.round(windowAnswers / secs) : 0,
       window_answers: windowAnswers,
       window_s: secs.toFixed(3),
       sent: st.sent,
