@@ -149,6 +149,10 @@ function startTag(tag) {
   return { name, qname, attrs };
 }
 
+function isSpace(c) {
+  return c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d;
+}
+
 // StreamScanner splits an XMPP stream into its header and its top-level
 // elements, across any chunk boundaries. It tracks only what XML allows in
 // a stream: tags (quote-aware, since '>' may appear in attribute values),
@@ -164,11 +168,60 @@ class StreamScanner {
     this.pos = 0; // where scanning resumes in buf
     this.depth = 0; // 1 inside the stream, 2 inside a top-level element
     this.start = -1; // where the current top-level element starts in buf
+    this.special = -1; // the next '<!' or '<?' in the chunk being scanned
+    this.qname = ''; // the last top-level element's name, and its tags
+    this.open = '';
+    this.close = '';
+  }
+
+  // wholeElement is the fast path: where the top-level element whose start
+  // tag spans lt to from ends, found by searching instead of tag by tag,
+  // or -1 if it cannot tell (the element is not all here, or holds a
+  // comment, CDATA, a processing instruction or an element of its own
+  // name). The search is exact otherwise: '<' cannot appear in text or in
+  // an attribute value, so every '<' between is markup, and with no nested
+  // element of the same name the first end tag of that name is its own.
+  wholeElement(s, lt, from) {
+    let n = lt + 1;
+    while (n < from) {
+      const c = s.charCodeAt(n);
+      if (c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d || c === 0x2f || c === 0x3e) break;
+      n++;
+    }
+    const qname = s.slice(lt + 1, n);
+    if (qname !== this.qname) {
+      this.qname = qname;
+      this.open = '<' + qname;
+      this.close = '</' + qname;
+    }
+    let e = from;
+    let gt;
+    for (;;) {
+      e = s.indexOf(this.close, e);
+      if (e < 0) return -1;
+      gt = e + this.close.length;
+      while (gt < s.length && isSpace(s.charCodeAt(gt))) gt++;
+      if (gt >= s.length) return -1;
+      if (s.charCodeAt(gt) === 0x3e) break;
+      e = gt; // the end tag of another name (</iqx>)
+    }
+    if (this.special < from) {
+      const a = s.indexOf('<!', from);
+      const b = s.indexOf('<?', from);
+      this.special = a < 0 ? (b < 0 ? Infinity : b) : (b < 0 ? a : Math.min(a, b));
+    }
+    if (this.special < e) return -1;
+    for (let k = s.indexOf(this.open, from); k >= 0 && k < e; k = s.indexOf(this.open, k + 1)) {
+      const c = s.charCodeAt(k + this.open.length);
+      if (isSpace(c) || c === 0x2f || c === 0x3e) return -1; // nested
+    }
+    return gt + 1;
   }
 
   push(chunk) {
     const s = this.buf.length ? this.buf + chunk.toString('latin1') : chunk.toString('latin1');
     let i = this.pos;
+    this.special = -1;
     for (;;) {
       const lt = s.indexOf('<', i);
       if (lt < 0) {
@@ -239,7 +292,9 @@ class StreamScanner {
           this.depth = 1;
           this.onHeader(s.slice(lt, i));
         } else if (this.depth === 1) {
-          if (empty) {
+          const end = empty ? i : this.wholeElement(s, lt, i);
+          if (end > 0) {
+            i = end;
             this.onElement(s.slice(lt, i));
           } else {
             this.start = lt;

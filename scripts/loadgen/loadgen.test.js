@@ -9,11 +9,14 @@ const header = `<?xml version='1.0'?><stream:stream xmlns='jabber:component:acce
 // Top-level elements that test what the scanner must get right: a '>' and
 // a '/>' inside attribute values, text with '>' in it, a self-closing
 // element, nested elements of the stanza's own name, CDATA and a comment
-// holding markup, and multi-byte UTF-8.
+// holding markup, multi-byte UTF-8, and for the fast path, elements whose
+// names start with the stanza's, and one of its own name nested.
 const elements = [
   `<handshake>0123abcd</handshake>`,
   `<iq type='result' id='a>1' from="x/>y@agents.example" to='s@home.example/r'><query xmlns='q' note="a > b"/></iq>`,
   `<presence/>`,
+  `<iq type='result' id='n'><iqx/><iqy a='x/>y'>t &gt; </iqy><query/></iq >`,
+  `<iq type='result' id='m'><iq-not/><iq><iq/></iq></iq>`,
   `<presence from='a@b' type='unavailable' />`,
   `<message to='é@home.example'><body>1 > 0, ça va ✓ 🙂</body><forwarded xmlns='urn:xmpp:forward:0'><message><body>inner</body></message></forwarded></message>`,
   `<iq type='get' id='c'><x><![CDATA[</iq><iq>]]></x><!-- </iq> --><y/></iq>`,
