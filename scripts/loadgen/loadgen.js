@@ -393,7 +393,9 @@ function main() {
   }
 
   function onElement(el) {
-    const tag = startTag(el.slice(0, el.indexOf('>') + 1));
+    tagEnd.lastIndex = 1;
+    tagEnd.test(el);
+    const tag = startTag(el.slice(0, tagEnd.lastIndex));
     if (phase === 'handshake') {
       if (tag.name !== 'handshake') {
         streamError('not-authorized', `expected <handshake/>, got <${tag.qname}>`);
