@@ -33,8 +33,8 @@ func TestLoadgen(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	if out, err := exec.CommandContext(ctx, node, "--test", "loadgen/").CombinedOutput(); err != nil {
-		t.Fatalf("node --test loadgen/: %v\n%s", err, out)
+	if out, err := exec.CommandContext(ctx, node, "--test", "loadgen/loadgen.test.js").CombinedOutput(); err != nil {
+		t.Fatalf("node --test loadgen/loadgen.test.js: %v\n%s", err, out)
 	}
 
 	dir := t.TempDir()

@@ -1,4 +1,4 @@
-// Tests of loadgen.js's stream scanner: node --test scripts/loadgen/
+// Tests of loadgen.js's stream scanner: node --test scripts/loadgen/loadgen.test.js
 'use strict';
 
 const test = require('node:test');
