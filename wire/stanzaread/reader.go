@@ -94,6 +94,8 @@ type Reader struct {
 	err     error
 	scratch []byte
 	offs    []int
+	attrs   []xml.Attr
+	ntok    int // tokens of the last stanza, for the next one's capacity
 	names   map[string]string
 }
 
@@ -244,7 +246,8 @@ func (r *Reader) stanza() (wire.Element, error) {
 		return el, ferr
 	}
 	tokens, size := 0, 0
-	arena := make([]byte, 0, 64)
+	var arena []byte
+	el.Inner = make(wire.Tokens, 0, min(max(r.ntok, 4), 256))
 	for len(r.stack) > 0 {
 		b, err := r.getc()
 		if err != nil {
@@ -276,7 +279,11 @@ func (r *Reader) stanza() (wire.Element, error) {
 					return el, err
 				}
 				if len(r.stack) == 0 {
+					r.ntok = len(el.Inner)
 					el.Inner = el.Inner[:len(el.Inner):len(el.Inner)]
+					if len(el.Inner) == 0 {
+						el.Inner = nil
+					}
 					return el, ferr
 				}
 				tok = xml.EndElement{Name: name}
@@ -451,6 +458,21 @@ func isNameByte(c byte) bool {
 // name reads a name into r.scratch[s:]: the bytes up to the first ASCII
 // byte that cannot be in a name.
 func (r *Reader) name() ([]byte, error) {
+	// Fast path: an ASCII name ending inside the buffer is read in place.
+	if buf, _ := r.br.Peek(r.br.Buffered()); len(buf) > 0 {
+		i := 0
+		for i < len(buf) && buf[i] < utf8.RuneSelf && isNameByte(buf[i]) {
+			i++
+		}
+		if i < len(buf) && buf[i] < utf8.RuneSelf && i > 0 && i <= MaxName {
+			n := buf[:i]
+			_, _ = r.br.Discard(i)
+			if c := n[0]; !('A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || c == '_' || c == ':') {
+				return nil, syntax("invalid XML name")
+			}
+			return n, nil
+		}
+	}
 	s := len(r.scratch)
 	ascii := true
 	for {
@@ -541,7 +563,7 @@ func (r *Reader) startTag(budget int, keep bool) (st xml.StartElement, empty boo
 	}
 	r.scratch = r.scratch[:0]
 	r.offs = r.offs[:0]
-	var raw []xml.Attr
+	raw := r.attrs[:0]
 	for {
 		b, err := r.space()
 		if err != nil {
@@ -600,6 +622,12 @@ func (r *Reader) startTag(budget int, keep bool) (st xml.StartElement, empty boo
 		raw = append(raw, xml.Attr{Name: xml.Name{Space: ap, Local: al}})
 		r.offs = append(r.offs, len(r.scratch))
 	}
+	r.attrs = raw[:0]
+	if len(raw) > 0 {
+		raw = append([]xml.Attr(nil), raw...)
+	} else {
+		raw = nil
+	}
 	o := open{prefix: prefix, local: local, nbind: len(r.bind)}
 	if keep && len(raw) > 0 {
 		vals := string(r.scratch)
@@ -657,6 +685,30 @@ func (r *Reader) text(dst []byte, quote int, cdata bool, limit int) (_ []byte, o
 	checked := s
 	var b0, b1 byte
 	for {
+		// Fast path: a run of plain ASCII in the buffer is appended whole.
+		if checked == len(dst) && b1 != ']' && b1 != '\r' {
+			buf, _ := r.br.Peek(r.br.Buffered())
+			i := 0
+			for i < len(buf) {
+				c := buf[i]
+				if c < 0x20 && c != '\t' && c != '\n' || c >= utf8.RuneSelf || c == '<' || c == '&' || c == ']' || c == '\r' || int(c) == quote {
+					break
+				}
+				i++
+			}
+			if i > 0 {
+				dst = append(dst, buf[:i]...)
+				_, _ = r.br.Discard(i)
+				checked = len(dst)
+				b0, b1 = 0, 0
+				if len(dst)-s > limit {
+					over = true
+					dst = dst[:s]
+					checked = s
+				}
+				continue
+			}
+		}
 		b, err := r.getc()
 		if err == io.ErrUnexpectedEOF && quote < 0 && !cdata {
 			// Text at the end of the input is text; the end is an
