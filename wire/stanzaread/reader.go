@@ -683,6 +683,12 @@ func (r *Reader) translate(n xml.Name, elem bool) xml.Name {
 func (r *Reader) text(dst []byte, quote int, cdata bool, limit int) (_ []byte, over bool, err error) {
 	s := len(dst)
 	checked := s
+	// In a CDATA section the last two bytes kept may be the "]]" of its
+	// end, which is not text.
+	slack := 0
+	if cdata {
+		slack = 2
+	}
 	var b0, b1 byte
 	for {
 		// Fast path: a run of plain ASCII in the buffer is appended whole.
@@ -701,7 +707,7 @@ func (r *Reader) text(dst []byte, quote int, cdata bool, limit int) (_ []byte, o
 				_, _ = r.br.Discard(i)
 				checked = len(dst)
 				b0, b1 = 0, 0
-				if len(dst)-s > limit {
+				if len(dst)-s > limit+slack {
 					over = true
 					dst = dst[:s]
 					checked = s
@@ -727,6 +733,10 @@ func (r *Reader) text(dst []byte, quote int, cdata bool, limit int) (_ []byte, o
 			}
 			if !over {
 				dst = dst[:len(dst)-2]
+				if len(dst)-s > limit {
+					over = true
+					dst = dst[:s]
+				}
 			}
 			return dst, over, nil
 		}
@@ -766,7 +776,7 @@ func (r *Reader) text(dst []byte, quote int, cdata bool, limit int) (_ []byte, o
 			}
 			b0, b1 = b1, b
 		}
-		if len(dst)-s > limit {
+		if len(dst)-s > limit+slack {
 			over = true
 			dst = append(dst[:s], dst[checked:]...)
 			checked = s
