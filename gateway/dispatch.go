@@ -68,20 +68,27 @@ func (s *session) handler() xmpp.Handler {
 		if err != nil && !tooLarge {
 			return err
 		}
-		switch start.Name.Local {
-		case "iq":
-			s.dispatchIQ(el, tooLarge)
-		case "message":
-			if !tooLarge {
-				s.dispatchMessage(el)
-			}
-		case "presence":
-			if !tooLarge {
-				s.dispatchPresence(el)
-			}
-		}
+		s.dispatch(el, tooLarge)
 		return nil
 	})
+}
+
+// dispatch hands one inbound top-level element to its kind's dispatcher;
+// a message or presence too large to read is dropped, an IQ too large gets
+// its error.
+func (s *session) dispatch(el wire.Element, tooLarge bool) {
+	switch el.Start.Name.Local {
+	case "iq":
+		s.dispatchIQ(el, tooLarge)
+	case "message":
+		if !tooLarge {
+			s.dispatchMessage(el)
+		}
+	case "presence":
+		if !tooLarge {
+			s.dispatchPresence(el)
+		}
+	}
 }
 
 // stanzaAddrs parses the addressing of an inbound stanza. mellium blanks a

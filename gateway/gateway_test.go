@@ -46,6 +46,8 @@ type fakeServer struct {
 	dec    *xml.Decoder
 	reject bool
 	seq    int
+	// early is written with the handshake's answer, in the same write.
+	early string
 }
 
 func newFakeServer(t testing.TB) *fakeServer {
@@ -93,7 +95,7 @@ func (f *fakeServer) accept() {
 		f.write(`<stream:error><not-authorized xmlns='urn:ietf:params:xml:ns:xmpp-streams'/></stream:error></stream:stream>`)
 		return
 	}
-	f.write(`<handshake/>`)
+	f.write(`<handshake/>` + f.early)
 }
 
 func (f *fakeServer) write(s string) {

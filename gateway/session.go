@@ -107,7 +107,11 @@ func (g *Gateway) serve(ctx context.Context, sess *xmpp.Session, conn net.Conn) 
 	g.log.Info("component stream up", "domain", g.domain.String(), "server", g.opts.Server)
 
 	done := make(chan error, 1)
-	go func() { done <- sess.Serve(s.handler()) }()
+	if ownReader && s.out != nil {
+		go func() { done <- s.readLoop() }()
+	} else {
+		go func() { done <- sess.Serve(s.handler()) }()
+	}
 	go s.keepalive(g.opts.PingInterval, g.opts.PingTimeout, conn)
 	go s.releaseWhenIdle(idleRelease, releaseMemory)
 

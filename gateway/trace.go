@@ -48,11 +48,46 @@ type traceConn struct {
 	// to requests that arrived together leave in one write.
 	later    []byte
 	laterErr error
+
+	// in is the read buffer (reader); head keeps the first bytes read
+	// until started is set, for the stream header (streamHeader). Only the
+	// reading goroutine uses them.
+	in      *bufio.Reader
+	head    []byte
+	started bool
 }
 
 func (c *traceConn) start() { c.on.Store(c.enabled) }
 
-func (c *traceConn) Read(b []byte) (int, error) {
+// readBuffer is the size of the buffer reads come through.
+const readBuffer = 32 << 10
+
+// maxHead bounds what head keeps of the first bytes read.
+const maxHead = 8 << 10
+
+// reader is the buffer every read comes through. mellium's decoder reads
+// the handshake from it a byte at a time (traceConn is an io.ByteReader, so
+// encoding/xml adds no buffer of its own), which leaves whatever the server
+// sent after the handshake here, for the stanza reader (stanzaread).
+func (c *traceConn) reader() *bufio.Reader {
+	if c.in == nil {
+		c.in = bufio.NewReaderSize(socketReader{c}, readBuffer)
+	}
+	return c.in
+}
+
+func (c *traceConn) Read(b []byte) (int, error) { return c.reader().Read(b) }
+
+// ReadByte makes traceConn an io.ByteReader (see reader).
+func (c *traceConn) ReadByte() (byte, error) { return c.reader().ReadByte() }
+
+// socketReader is the reader under traceConn's buffer: it sends the
+// queued answers (writeLater) before it waits for the socket, and logs what
+// the socket gave.
+type socketReader struct{ c *traceConn }
+
+func (r socketReader) Read(b []byte) (int, error) {
+	c := r.c
 	if err := c.flushLater(); err != nil {
 		// The stream is broken: end the read loop, which reconnects.
 		return 0, err
@@ -60,6 +95,9 @@ func (c *traceConn) Read(b []byte) (int, error) {
 	n, err := c.Conn.Read(b)
 	if n > 0 && c.on.Load() {
 		c.log.Debug("xml in", "data", string(b[:n]))
+	}
+	if n > 0 && !c.started && len(c.head) < maxHead {
+		c.head = append(c.head, b[:min(n, maxHead-len(c.head))]...)
 	}
 	return n, err
 }

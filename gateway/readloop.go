@@ -1,0 +1,108 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+
+	"agentgw/wire"
+	"agentgw/wire/stanzaread"
+
+	"mellium.im/xmpp/stanza"
+	"mellium.im/xmpp/stream"
+)
+
+// ownReader chooses the read loop: stanzaread on traceConn's buffer
+// (readLoop) rather than mellium's Serve over encoding/xml. mellium still
+// negotiates the stream and writes every stanza.
+const ownReader = true
+
+// streamHeader returns the server's stream header as xml.Decoder.RawToken
+// reads it (names not resolved) from the first bytes the stream gave, and
+// stops keeping them. Only the reading goroutine calls it.
+func (c *traceConn) streamHeader() (xml.StartElement, error) {
+	c.started = true
+	head := c.head
+	c.head = nil
+	d := xml.NewDecoder(bytes.NewReader(head))
+	for {
+		tok, err := d.RawToken()
+		if err != nil {
+			return xml.StartElement{}, fmt.Errorf("stream header: %w", err)
+		}
+		if st, ok := tok.(xml.StartElement); ok {
+			return st.Copy(), nil
+		}
+	}
+}
+
+// readLoop reads the stream's stanzas after the handshake and dispatches
+// each, as Serve with handler did: it returns nil when the server ends its
+// stream, and the error otherwise. Either way it closes our stream
+// (</stream:stream>), after a stream error of ours if the input was at
+// fault.
+func (s *session) readLoop() error {
+	start, err := s.out.streamHeader()
+	if err != nil {
+		return s.endStream(err)
+	}
+	r := stanzaread.New(s.out.reader(), start, maxStanzaTokens, maxStanzaBytes)
+	// mellium blanked a 'from' equal to our own domain on every stanza in
+	// the stream's namespace (stanzaAddrs relies on it).
+	local := s.sess.LocalAddr().Bare().String()
+	ns := s.sess.In().XMLNS
+	for {
+		el, err := r.Next()
+		tooLarge := errors.Is(err, wire.ErrTooLarge)
+		if err != nil && !tooLarge {
+			if errors.Is(err, stanzaread.ErrStreamError) {
+				se := stream.Error{}
+				if derr := xml.NewTokenDecoder(el.Reader()).Decode(&se); derr != nil {
+					se = stream.UndefinedCondition
+				}
+				err = se
+			}
+			return s.endStream(err)
+		}
+		s.touch()
+		if stanza.Is(el.Start.Name, ns) {
+			for i, a := range el.Start.Attr {
+				if a.Name.Local == "from" {
+					if a.Value == local {
+						el.Start.Attr[i].Value = ""
+					}
+					break
+				}
+			}
+		}
+		s.dispatch(el, tooLarge)
+	}
+}
+
+// endStream ends the read loop on err: the server's end of stream (io.EOF,
+// which is no error), its stream error, a broken connection, or input we
+// refuse, which gets a stream error first.
+func (s *session) endStream(err error) error {
+	var reply stream.Error
+	var syn *stanzaread.SyntaxError
+	switch {
+	case errors.As(err, &syn):
+		reply = stream.NotWellFormed
+	case errors.Is(err, stanzaread.ErrStartTooLarge), errors.Is(err, stanzaread.ErrTooDeep):
+		reply = stream.PolicyViolation
+	case errors.Is(err, stanzaread.ErrUnknownStreamElement), errors.Is(err, stanzaread.ErrRestart):
+		reply = stream.UnsupportedStanzaType
+	}
+	if reply.Err != "" {
+		s.wmu.Lock()
+		_ = s.sendWhole(reply.TokenReader())
+		s.wmu.Unlock()
+	}
+	_ = s.sess.Close()
+	if err == io.EOF {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,81 @@
+package gateway_test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"agentgw/db"
+)
+
+// startEarly is start with early written by the server in the same write
+// as its handshake answer.
+func startEarly(t *testing.T, early string) *env {
+	t.Helper()
+	srv := newFakeServer(t)
+	srv.early = early
+	cfg := testConfig(t, srv.ln.Addr().String(), "")
+	store, err := db.Open(context.Background(), filepath.Join(t.TempDir(), "gw.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	gw := newGateway(cfg, store)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- gw.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Error("Run did not return after cancel")
+		}
+	})
+	srv.accept()
+	return &env{t: t, srv: srv, gw: gw, store: store, cfg: cfg, done: done}
+}
+
+// TestStanzaWithHandshakeAnswer: stanzas that arrive in the same segment as
+// the handshake's answer are read after it, not lost in mellium's decoder.
+func TestStanzaWithHandshakeAnswer(t *testing.T) {
+	early := `<iq xmlns='jabber:component:accept' type='get' id='early1' from='` + alice + `' to='` + domain + `'><query xmlns='http://jabber.org/protocol/disco#info'/></iq>` +
+		` <iq type='get' id='early2' from='` + alice + `' to='` + domain + `'><query xmlns='http://jabber.org/protocol/disco#info'/></iq>`
+	e := startEarly(t, early)
+	for _, id := range []string{"early1", "early2"} {
+		el := e.srv.next()
+		if v, _ := el.AttrValue("id"); v != id {
+			t.Fatalf("first answer is %s, want the answer to %s", marshal(t, el), id)
+		}
+		if v, _ := el.AttrValue("type"); v != "result" {
+			t.Errorf("answer to %s: %s", id, marshal(t, el))
+		}
+	}
+}
+
+// TestMalformedInputEndsStream: input that is not well-formed XML (here a
+// comment, which the stream forbids) gets a stream error and the stream's
+// end, and the gateway reconnects.
+func TestMalformedInputEndsStream(t *testing.T) {
+	for _, bad := range []string{
+		`<!-- no comments -->`,
+		`<iq type='get' id='x' from='` + alice + `' to='` + domain + `'><a></b></iq>`,
+		`<message>&bogus;</message>`,
+	} {
+		t.Run(bad, func(t *testing.T) {
+			e := start(t, "")
+			e.srv.write(bad)
+			el := e.srv.next()
+			if el.Start.Name.Local != "error" || len(el.Children()) == 0 || el.Children()[0].Start.Name.Local != "not-well-formed" {
+				t.Fatalf("answer to malformed input: %s", marshal(t, el))
+			}
+			e.srv.accept()
+			got := marshal(t, e.srv.iq(alice, domain, "get", `<query xmlns='http://jabber.org/protocol/disco#info'/>`))
+			if !strings.Contains(got, "type='result'") {
+				t.Errorf("after reconnecting: %s", got)
+			}
+		})
+	}
+}

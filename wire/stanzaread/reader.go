@@ -1,0 +1,886 @@
+// Package stanzaread reads the stanzas of an established XML stream (the
+// component stream, after its handshake) one top-level element at a time,
+// straight from a bufio.Reader into a wire.Element.
+//
+// It replaces, on the gateway's read loop, mellium's Serve over
+// encoding/xml's Decoder followed by wire.ReadElement, which copied every
+// token a second time. What it returns is what that pipeline returned: names
+// resolved to namespace URIs under the declarations of the stream header and
+// of the stanza, xmlns attributes kept in Attr as encoding/xml reports them,
+// the five predefined entities and character references decoded, "\r\n" and
+// "\r" read as "\n", CDATA sections as character data of their own, UTF-8 and
+// the XML Char production checked, and the same bounds (maxTokens tokens,
+// maxBytes bytes of character data and attribute values). The differential
+// fuzz test (FuzzReader) holds it to that.
+//
+// Comments, processing instructions and DTDs are refused as a stream error,
+// as mellium's stream reader refused them. One thing differs on purpose: an
+// element in the streams namespace nested inside a stanza is an ordinary
+// payload element here, where mellium took it for a stream-level element and
+// ended the stream; only a top-level one is stream level.
+package stanzaread
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/xml"
+	"errors"
+	"io"
+	"unicode/utf8"
+
+	"agentgw/wire"
+)
+
+// NSStream is the namespace of the stream's own elements.
+const NSStream = "http://etherx.jabber.org/streams"
+
+const xmlURL = "http://www.w3.org/XML/1998/namespace"
+
+// Errors that end the stream. A syntax error is a *SyntaxError.
+var (
+	// ErrStreamError means the peer sent <stream:error/>; Next returns it
+	// with the element read.
+	ErrStreamError = errors.New("stanzaread: stream error received")
+	// ErrUnknownStreamElement is a top-level element in the streams
+	// namespace other than error.
+	ErrUnknownStreamElement = errors.New("stanzaread: unknown stream-level element")
+	// ErrRestart is a second stream header on an established stream.
+	ErrRestart = errors.New("stanzaread: unexpected stream restart")
+	// ErrStartTooLarge is a stanza whose own attribute values hold more
+	// than maxBytes bytes: with them cut, it could not even be answered.
+	ErrStartTooLarge = errors.New("stanzaread: stanza start tag too large")
+	// ErrTooDeep is an element nested deeper than MaxDepth.
+	ErrTooDeep = errors.New("stanzaread: elements nested too deeply")
+)
+
+// MaxDepth bounds the nesting of one stanza, and MaxName the length of a
+// name: past them the stream ends (ErrTooDeep, a SyntaxError), so that a
+// stanza skipped as too large is skipped in bounded memory.
+// MaxSpace bounds a run of whitespace between stanzas.
+const (
+	MaxDepth = 10_000
+	MaxName  = 4096
+	MaxSpace = 64 << 10
+)
+
+// SyntaxError is input that is not well-formed XML, or markup the stream
+// does not allow.
+type SyntaxError struct{ Msg string }
+
+func (e *SyntaxError) Error() string { return "stanzaread: " + e.Msg }
+
+func syntax(msg string) error { return &SyntaxError{Msg: msg} }
+
+type binding struct{ prefix, uri string }
+
+// open is an element being read: its raw (prefixed) name, resolved name,
+// and the bindings in force outside it.
+type open struct {
+	prefix, local string
+	name          xml.Name
+	nbind         int
+}
+
+// Reader reads stanzas. It is not safe for concurrent use.
+type Reader struct {
+	br                  *bufio.Reader
+	bind                []binding
+	streamPrefix        string
+	streamLocal         string
+	maxTokens, maxBytes int
+
+	stack   []open
+	skip    bool // the rest of a too-large element is to be skipped first
+	err     error
+	scratch []byte
+	offs    []int
+	attrs   []xml.Attr
+	ntok    int // tokens of the last stanza, for the next one's capacity
+	names   map[string]string
+}
+
+// New returns a Reader of the stanzas that follow the stream header start
+// (as xml.Decoder.RawToken reports it: names not resolved) on br.
+func New(br *bufio.Reader, start xml.StartElement, maxTokens, maxBytes int) *Reader {
+	r := &Reader{br: br, streamPrefix: start.Name.Space, streamLocal: start.Name.Local,
+		maxTokens: maxTokens, maxBytes: maxBytes, names: make(map[string]string)}
+	for _, a := range start.Attr {
+		switch {
+		case a.Name.Space == "xmlns":
+			r.bind = append(r.bind, binding{a.Name.Local, a.Value})
+		case a.Name.Space == "" && a.Name.Local == "xmlns":
+			r.bind = append(r.bind, binding{"", a.Value})
+		}
+	}
+	return r
+}
+
+// Next reads the next stanza. A stanza past the bounds comes back with its
+// start only and wire.ErrTooLarge; the next call skips its rest. At the
+// stream's end (</stream:stream>) the error is io.EOF; a <stream:error/>
+// comes back whole with ErrStreamError. Any other error is final: the
+// stream is broken, and every later call returns it again.
+func (r *Reader) Next() (wire.Element, error) {
+	if r.err != nil {
+		return wire.Element{}, r.err
+	}
+	el, err := r.next()
+	if err != nil && err != wire.ErrTooLarge {
+		r.err = err
+		if err == ErrStreamError {
+			r.err = io.EOF
+		}
+	}
+	return el, err
+}
+
+func (r *Reader) next() (wire.Element, error) {
+	if r.skip {
+		r.skip = false
+		if err := r.skipRest(); err != nil {
+			return wire.Element{}, err
+		}
+	}
+	for {
+		b, err := r.getc()
+		if err != nil {
+			return wire.Element{}, err
+		}
+		if b != '<' {
+			// Only whitespace may come between stanzas.
+			_ = r.br.UnreadByte()
+			if err := r.topText(false); err != nil {
+				return wire.Element{}, err
+			}
+			continue
+		}
+		b, err = r.getc()
+		if err != nil {
+			return wire.Element{}, err
+		}
+		switch b {
+		case '/':
+			prefix, local, err := r.nsname()
+			if err != nil {
+				return wire.Element{}, err
+			}
+			if err := r.endOfTag(); err != nil {
+				return wire.Element{}, err
+			}
+			if prefix != r.streamPrefix || local != r.streamLocal {
+				return wire.Element{}, syntax("unexpected end element </" + local + ">")
+			}
+			return wire.Element{}, io.EOF
+		case '?':
+			return wire.Element{}, syntax("processing instruction in the stream")
+		case '!':
+			if err := r.cdataOpen(); err != nil {
+				return wire.Element{}, err
+			}
+			if err := r.topText(true); err != nil {
+				return wire.Element{}, err
+			}
+			continue
+		}
+		_ = r.br.UnreadByte()
+		return r.stanza()
+	}
+}
+
+// topText reads character data between stanzas, which must be whitespace.
+func (r *Reader) topText(cdata bool) error {
+	data, over, err := r.text(r.scratch[:0], -1, cdata, MaxSpace)
+	if err != nil {
+		return err
+	}
+	r.scratch = data[:0]
+	if over {
+		return syntax("whitespace between stanzas too long")
+	}
+	for _, c := range data {
+		if c != ' ' && c != '\t' && c != '\r' && c != '\n' {
+			return syntax("character data between stanzas")
+		}
+	}
+	return nil
+}
+
+// cdataOpen reads the rest of "<![CDATA[" after "<!"; anything else (a
+// comment, a DTD) is refused.
+func (r *Reader) cdataOpen() error {
+	for i := 0; i < 7; i++ {
+		b, err := r.getc()
+		if err != nil {
+			return err
+		}
+		if b != "[CDATA["[i] {
+			return syntax("comment or DTD in the stream")
+		}
+	}
+	return nil
+}
+
+// stanza reads one top-level element, whose '<' has been read.
+func (r *Reader) stanza() (wire.Element, error) {
+	start, empty, n, err := r.startTag(r.maxBytes, true)
+	if err != nil {
+		return wire.Element{}, err
+	}
+	if n > r.maxBytes {
+		return wire.Element{}, ErrStartTooLarge
+	}
+	el := wire.Element{Start: start}
+	var ferr error
+	if start.Name.Space == NSStream {
+		switch start.Name.Local {
+		case "error":
+			ferr = ErrStreamError
+		case r.streamLocal:
+			return wire.Element{}, ErrRestart
+		default:
+			return wire.Element{}, ErrUnknownStreamElement
+		}
+	}
+	if empty {
+		r.pop()
+		return el, ferr
+	}
+	tokens, size := 0, 0
+	var arena []byte
+	el.Inner = make(wire.Tokens, 0, min(max(r.ntok, 4), 256))
+	for len(r.stack) > 0 {
+		b, err := r.getc()
+		if err != nil {
+			return el, err
+		}
+		var tok xml.Token
+		if b != '<' {
+			_ = r.br.UnreadByte()
+			s := len(arena)
+			var over bool
+			arena, over, err = r.text(arena, -1, false, r.maxBytes-size)
+			if err != nil {
+				return el, err
+			}
+			if over {
+				return r.tooLarge(el)
+			}
+			size += len(arena) - s
+			tok = xml.CharData(arena[s:len(arena):len(arena)])
+		} else {
+			b, err = r.getc()
+			if err != nil {
+				return el, err
+			}
+			switch b {
+			case '/':
+				name, err := r.endTag()
+				if err != nil {
+					return el, err
+				}
+				if len(r.stack) == 0 {
+					r.ntok = len(el.Inner)
+					el.Inner = el.Inner[:len(el.Inner):len(el.Inner)]
+					if len(el.Inner) == 0 {
+						el.Inner = nil
+					}
+					return el, ferr
+				}
+				tok = xml.EndElement{Name: name}
+			case '?':
+				return el, syntax("processing instruction in the stream")
+			case '!':
+				if err := r.cdataOpen(); err != nil {
+					return el, err
+				}
+				s := len(arena)
+				var over bool
+				arena, over, err = r.text(arena, -1, true, r.maxBytes-size)
+				if err != nil {
+					return el, err
+				}
+				if over {
+					return r.tooLarge(el)
+				}
+				size += len(arena) - s
+				tok = xml.CharData(arena[s:len(arena):len(arena)])
+			default:
+				_ = r.br.UnreadByte()
+				st, empty, n, err := r.startTag(r.maxBytes-size, true)
+				if err != nil {
+					return el, err
+				}
+				size += n
+				if size > r.maxBytes {
+					if empty {
+						r.pop()
+					}
+					return r.tooLarge(el)
+				}
+				el.Inner = append(el.Inner, st)
+				tokens++
+				if empty {
+					r.pop()
+					tok = xml.EndElement{Name: st.Name}
+				} else if tokens > r.maxTokens {
+					return r.tooLarge(el)
+				} else {
+					continue
+				}
+			}
+		}
+		el.Inner = append(el.Inner, tok)
+		tokens++
+		if tokens > r.maxTokens || size > r.maxBytes {
+			return r.tooLarge(el)
+		}
+	}
+	return el, ferr
+}
+
+// tooLarge ends a stanza past the bounds: its start goes back now, its rest
+// is skipped by the next call.
+func (r *Reader) tooLarge(el wire.Element) (wire.Element, error) {
+	el.Inner = nil
+	if len(r.stack) > 0 {
+		r.skip = true
+	}
+	return el, wire.ErrTooLarge
+}
+
+// skipRest reads to the end of the element whose start is at the bottom of
+// the stack, checking it as it goes but keeping nothing.
+func (r *Reader) skipRest() error {
+	for len(r.stack) > 0 {
+		b, err := r.getc()
+		if err != nil {
+			return err
+		}
+		if b != '<' {
+			_ = r.br.UnreadByte()
+			if _, _, err := r.text(r.scratch[:0], -1, false, 0); err != nil {
+				return err
+			}
+			continue
+		}
+		b, err = r.getc()
+		if err != nil {
+			return err
+		}
+		switch b {
+		case '/':
+			if _, err := r.endTag(); err != nil {
+				return err
+			}
+		case '?':
+			return syntax("processing instruction in the stream")
+		case '!':
+			if err := r.cdataOpen(); err != nil {
+				return err
+			}
+			if _, _, err := r.text(r.scratch[:0], -1, true, 0); err != nil {
+				return err
+			}
+		default:
+			_ = r.br.UnreadByte()
+			_, empty, _, err := r.startTag(0, false)
+			if err != nil {
+				return err
+			}
+			if empty {
+				r.pop()
+			}
+		}
+	}
+	return nil
+}
+
+func (r *Reader) getc() (byte, error) {
+	b, err := r.br.ReadByte()
+	if err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	return b, err
+}
+
+func isSpace(b byte) bool { return b == ' ' || b == '\r' || b == '\n' || b == '\t' }
+
+func (r *Reader) space() (byte, error) {
+	for {
+		b, err := r.getc()
+		if err != nil || !isSpace(b) {
+			return b, err
+		}
+	}
+}
+
+// endOfTag reads optional space and the '>' of an end tag.
+func (r *Reader) endOfTag() error {
+	b, err := r.space()
+	if err != nil {
+		return err
+	}
+	if b != '>' {
+		return syntax("invalid characters in end tag")
+	}
+	return nil
+}
+
+// endTag reads an end tag after "</", which must close the innermost open
+// element, and pops it.
+func (r *Reader) endTag() (xml.Name, error) {
+	prefix, local, err := r.nsname()
+	if err != nil {
+		return xml.Name{}, err
+	}
+	if err := r.endOfTag(); err != nil {
+		return xml.Name{}, err
+	}
+	top := r.stack[len(r.stack)-1]
+	if top.local != local || top.prefix != prefix {
+		return xml.Name{}, syntax("element <" + top.local + "> closed by </" + local + ">")
+	}
+	r.pop()
+	return top.name, nil
+}
+
+func (r *Reader) pop() {
+	top := r.stack[len(r.stack)-1]
+	r.bind = r.bind[:top.nbind]
+	r.stack = r.stack[:len(r.stack)-1]
+}
+
+func isNameByte(c byte) bool {
+	return 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' ||
+		c == '_' || c == ':' || c == '.' || c == '-'
+}
+
+// name reads a name into r.scratch[s:]: the bytes up to the first ASCII
+// byte that cannot be in a name.
+func (r *Reader) name() ([]byte, error) {
+	// Fast path: an ASCII name ending inside the buffer is read in place.
+	if buf, _ := r.br.Peek(r.br.Buffered()); len(buf) > 0 {
+		i := 0
+		for i < len(buf) && buf[i] < utf8.RuneSelf && isNameByte(buf[i]) {
+			i++
+		}
+		if i < len(buf) && buf[i] < utf8.RuneSelf && i > 0 && i <= MaxName {
+			n := buf[:i]
+			_, _ = r.br.Discard(i)
+			if c := n[0]; !('A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || c == '_' || c == ':') {
+				return nil, syntax("invalid XML name")
+			}
+			return n, nil
+		}
+	}
+	s := len(r.scratch)
+	ascii := true
+	for {
+		b, err := r.getc()
+		if err != nil {
+			return nil, err
+		}
+		if b < utf8.RuneSelf && !isNameByte(b) {
+			_ = r.br.UnreadByte()
+			break
+		}
+		if b >= utf8.RuneSelf {
+			ascii = false
+		}
+		r.scratch = append(r.scratch, b)
+		if len(r.scratch)-s > MaxName {
+			return nil, syntax("name too long")
+		}
+	}
+	n := r.scratch[s:]
+	r.scratch = r.scratch[:s]
+	if len(n) == 0 {
+		return nil, syntax("expected a name")
+	}
+	if ascii {
+		if c := n[0]; !('A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || c == '_' || c == ':') {
+			return nil, syntax("invalid XML name")
+		}
+	} else if !isNameSlow(n) {
+		return nil, syntax("invalid XML name")
+	}
+	return n, nil
+}
+
+// isNameSlow checks a name with non-ASCII letters by encoding/xml's own
+// rule (XML 1.0 Appendix B), asking its decoder.
+func isNameSlow(n []byte) bool {
+	in := make([]byte, 0, len(n)+3)
+	in = append(append(append(in, '<'), n...), '/', '>')
+	_, err := xml.NewDecoder(bytes.NewReader(in)).RawToken()
+	return err == nil
+}
+
+// nsname reads a qualified name: prefix and local part, the prefix empty
+// unless one colon stands inside the name.
+func (r *Reader) nsname() (prefix, local string, err error) {
+	n, err := r.name()
+	if err != nil {
+		return "", "", err
+	}
+	colon := -1
+	for i, c := range n {
+		if c == ':' {
+			if colon >= 0 {
+				return "", "", syntax("name with two colons")
+			}
+			colon = i
+		}
+	}
+	if colon <= 0 || colon == len(n)-1 {
+		return "", r.intern(n), nil
+	}
+	return r.intern(n[:colon]), r.intern(n[colon+1:]), nil
+}
+
+func (r *Reader) intern(b []byte) string {
+	if s, ok := r.names[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	if len(r.names) < 4096 {
+		r.names[s] = s
+	}
+	return s
+}
+
+// startTag reads a start tag, whose '<' has been read, pushes it, and
+// returns it resolved. budget bounds the bytes of its attribute values
+// kept; past it (n > budget) the values are checked but not kept, and
+// without keep nothing is kept.
+func (r *Reader) startTag(budget int, keep bool) (st xml.StartElement, empty bool, n int, err error) {
+	if len(r.stack) >= MaxDepth {
+		return st, false, 0, ErrTooDeep
+	}
+	prefix, local, err := r.nsname()
+	if err != nil {
+		return st, false, 0, err
+	}
+	r.scratch = r.scratch[:0]
+	r.offs = r.offs[:0]
+	raw := r.attrs[:0]
+	for {
+		b, err := r.space()
+		if err != nil {
+			return st, false, 0, err
+		}
+		if b == '/' {
+			if b, err = r.getc(); err != nil {
+				return st, false, 0, err
+			}
+			if b != '>' {
+				return st, false, 0, syntax("expected /> in element")
+			}
+			empty = true
+			break
+		}
+		if b == '>' {
+			break
+		}
+		_ = r.br.UnreadByte()
+		s := len(r.scratch)
+		ap, al, err := r.nsname()
+		if err != nil {
+			return st, false, 0, err
+		}
+		if b, err = r.space(); err != nil {
+			return st, false, 0, err
+		}
+		if b != '=' {
+			return st, false, 0, syntax("attribute name without = in element")
+		}
+		q, err := r.space()
+		if err != nil {
+			return st, false, 0, err
+		}
+		if q != '"' && q != '\'' {
+			return st, false, 0, syntax("unquoted or missing attribute value in element")
+		}
+		var over bool
+		limit := budget - n
+		if !keep {
+			limit = 0
+		}
+		r.scratch, over, err = r.text(r.scratch, int(q), false, limit)
+		if err != nil {
+			return st, false, 0, err
+		}
+		if over || !keep {
+			if keep {
+				keep = false
+				n = budget + 1
+			}
+			r.scratch = r.scratch[:0]
+			continue
+		}
+		n += len(r.scratch) - s
+		raw = append(raw, xml.Attr{Name: xml.Name{Space: ap, Local: al}})
+		r.offs = append(r.offs, len(r.scratch))
+	}
+	r.attrs = raw[:0]
+	if len(raw) > 0 {
+		raw = append([]xml.Attr(nil), raw...)
+	} else {
+		raw = nil
+	}
+	o := open{prefix: prefix, local: local, nbind: len(r.bind)}
+	if keep && len(raw) > 0 {
+		vals := string(r.scratch)
+		prev := 0
+		for i := range raw {
+			raw[i].Value = vals[prev:r.offs[i]]
+			prev = r.offs[i]
+		}
+	}
+	r.scratch = r.scratch[:0]
+	for _, a := range raw {
+		switch {
+		case a.Name.Space == "xmlns":
+			r.bind = append(r.bind, binding{a.Name.Local, a.Value})
+		case a.Name.Space == "" && a.Name.Local == "xmlns":
+			r.bind = append(r.bind, binding{"", a.Value})
+		}
+	}
+	o.name = r.translate(xml.Name{Space: prefix, Local: local}, true)
+	for i := range raw {
+		raw[i].Name = r.translate(raw[i].Name, false)
+	}
+	r.stack = append(r.stack, o)
+	return xml.StartElement{Name: o.name, Attr: raw}, empty, n, nil
+}
+
+// translate resolves a prefixed name as encoding/xml does: an attribute
+// without a prefix has no namespace, an undeclared prefix stays as it is.
+func (r *Reader) translate(n xml.Name, elem bool) xml.Name {
+	switch {
+	case n.Space == "xmlns":
+		return n
+	case n.Space == "" && !elem:
+		return n
+	case n.Space == "xml":
+		n.Space = xmlURL
+	case n.Space == "" && n.Local == "xmlns":
+		return n
+	}
+	for i := len(r.bind) - 1; i >= 0; i-- {
+		if r.bind[i].prefix == n.Space {
+			n.Space = r.bind[i].uri
+			return n
+		}
+	}
+	return n
+}
+
+// text reads character data, appending it decoded to dst: up to '<' (quote
+// < 0, not cdata), to the closing quote, or to "]]>" (cdata). Once more
+// than limit bytes have been read it keeps checking them but no longer keeps
+// them (over).
+func (r *Reader) text(dst []byte, quote int, cdata bool, limit int) (_ []byte, over bool, err error) {
+	s := len(dst)
+	checked := s
+	// In a CDATA section the last two bytes kept may be the "]]" of its
+	// end, which is not text.
+	slack := 0
+	if cdata {
+		slack = 2
+	}
+	var b0, b1 byte
+	for {
+		// Fast path: a run of plain ASCII in the buffer is appended whole.
+		if checked == len(dst) && b1 != ']' && b1 != '\r' {
+			buf, _ := r.br.Peek(r.br.Buffered())
+			i := 0
+			for i < len(buf) {
+				c := buf[i]
+				if c < 0x20 && c != '\t' && c != '\n' || c >= utf8.RuneSelf || c == '<' || c == '&' || c == ']' || c == '\r' || int(c) == quote {
+					break
+				}
+				i++
+			}
+			if i > 0 {
+				dst = append(dst, buf[:i]...)
+				_, _ = r.br.Discard(i)
+				checked = len(dst)
+				b0, b1 = 0, 0
+				if len(dst)-s > limit+slack {
+					over = true
+					dst = dst[:s]
+					checked = s
+				}
+				continue
+			}
+		}
+		b, err := r.getc()
+		if err == io.ErrUnexpectedEOF && quote < 0 && !cdata {
+			// Text at the end of the input is text; the end is an
+			// error of the next read.
+			break
+		}
+		if err != nil {
+			return dst, over, err
+		}
+		if quote < 0 && b0 == ']' && b1 == ']' && b == '>' {
+			if !cdata {
+				return dst, over, syntax("unescaped ]]> not in CDATA section")
+			}
+			if err := check(dst, &checked, true); err != nil {
+				return dst, over, err
+			}
+			if !over {
+				dst = dst[:len(dst)-2]
+				if len(dst)-s > limit {
+					over = true
+					dst = dst[:s]
+				}
+			}
+			return dst, over, nil
+		}
+		if b == '<' && !cdata {
+			if quote >= 0 {
+				return dst, over, syntax("unescaped < inside quoted string")
+			}
+			_ = r.br.UnreadByte()
+			break
+		}
+		if quote >= 0 && b == byte(quote) {
+			break
+		}
+		if b == '&' && !cdata {
+			if dst, err = r.entity(dst); err != nil {
+				return dst, over, err
+			}
+			if err := check(dst, &checked, false); err != nil {
+				return dst, over, err
+			}
+			b0, b1 = 0, 0
+		} else {
+			switch {
+			case b == '\r':
+				dst = append(dst, '\n')
+			case b1 == '\r' && b == '\n':
+			default:
+				dst = append(dst, b)
+			}
+			if b < utf8.RuneSelf && checked == len(dst)-1 {
+				if b < 0x20 && b != '\t' && b != '\n' && b != '\r' {
+					return dst, over, syntax("illegal character in text")
+				}
+				checked = len(dst)
+			} else if err := check(dst, &checked, false); err != nil {
+				return dst, over, err
+			}
+			b0, b1 = b1, b
+		}
+		if len(dst)-s > limit+slack {
+			over = true
+			dst = append(dst[:s], dst[checked:]...)
+			checked = s
+		}
+	}
+	if err := check(dst, &checked, true); err != nil {
+		return dst, over, err
+	}
+	return dst, over, nil
+}
+
+// check validates the runes of dst from *checked: whole ones, or all when
+// final.
+func check(dst []byte, checked *int, final bool) error {
+	i := *checked
+	for i < len(dst) && (final || utf8.FullRune(dst[i:])) {
+		c, size := utf8.DecodeRune(dst[i:])
+		if c == utf8.RuneError && size == 1 {
+			return syntax("invalid UTF-8")
+		}
+		if !(c == 0x09 || c == 0x0A || c == 0x0D || c >= 0x20 && c <= 0xD7FF ||
+			c >= 0xE000 && c <= 0xFFFD || c >= 0x10000 && c <= 0x10FFFF) {
+			return syntax("illegal character code")
+		}
+		i += size
+	}
+	*checked = i
+	return nil
+}
+
+// entity reads a character reference or one of the five predefined
+// entities, whose '&' has been read, and appends what it stands for.
+func (r *Reader) entity(dst []byte) ([]byte, error) {
+	b, err := r.getc()
+	if err != nil {
+		return dst, err
+	}
+	if b == '#' {
+		if b, err = r.getc(); err != nil {
+			return dst, err
+		}
+		base := uint64(10)
+		if b == 'x' {
+			base = 16
+			if b, err = r.getc(); err != nil {
+				return dst, err
+			}
+		}
+		var n uint64
+		digits := 0
+		for {
+			var d uint64
+			switch {
+			case '0' <= b && b <= '9':
+				d = uint64(b - '0')
+			case base == 16 && 'a' <= b && b <= 'f':
+				d = uint64(b-'a') + 10
+			case base == 16 && 'A' <= b && b <= 'F':
+				d = uint64(b-'A') + 10
+			default:
+				d = 99
+			}
+			if d == 99 {
+				break
+			}
+			digits++
+			if n <= utf8.MaxRune {
+				n = n*base + d
+			}
+			if b, err = r.getc(); err != nil {
+				return dst, err
+			}
+		}
+		if b != ';' || digits == 0 || n > utf8.MaxRune {
+			return dst, syntax("invalid character reference")
+		}
+		return utf8.AppendRune(dst, rune(n)), nil
+	}
+	var name [5]byte
+	i := 0
+	for {
+		if b == ';' {
+			break
+		}
+		if i == len(name) {
+			return dst, syntax("invalid character entity")
+		}
+		name[i] = b
+		i++
+		if b, err = r.getc(); err != nil {
+			return dst, err
+		}
+	}
+	switch string(name[:i]) {
+	case "lt":
+		return append(dst, '<'), nil
+	case "gt":
+		return append(dst, '>'), nil
+	case "amp":
+		return append(dst, '&'), nil
+	case "apos":
+		return append(dst, '\''), nil
+	case "quot":
+		return append(dst, '"'), nil
+	}
+	return dst, syntax("invalid character entity")
+}
