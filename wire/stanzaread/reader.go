@@ -248,6 +248,19 @@ func (r *Reader) stanza() (wire.Element, error) {
 	tokens, size := 0, 0
 	var arena []byte
 	el.Inner = make(wire.Tokens, 0, min(max(r.ntok, 4), 256))
+	// charData reads text (or, with cdata, a CDATA section's content) into
+	// the arena as one CharData token, within what is left of the bound.
+	charData := func(cdata bool) (xml.Token, bool, error) {
+		s := len(arena)
+		var over bool
+		var err error
+		arena, over, err = r.text(arena, -1, cdata, r.maxBytes-size)
+		if err != nil || over {
+			return nil, over, err
+		}
+		size += len(arena) - s
+		return xml.CharData(arena[s:len(arena):len(arena)]), false, nil
+	}
 	for len(r.stack) > 0 {
 		b, err := r.getc()
 		if err != nil {
@@ -256,17 +269,12 @@ func (r *Reader) stanza() (wire.Element, error) {
 		var tok xml.Token
 		if b != '<' {
 			_ = r.br.UnreadByte()
-			s := len(arena)
 			var over bool
-			arena, over, err = r.text(arena, -1, false, r.maxBytes-size)
-			if err != nil {
+			if tok, over, err = charData(false); err != nil {
 				return el, err
-			}
-			if over {
+			} else if over {
 				return r.tooLarge(el)
 			}
-			size += len(arena) - s
-			tok = xml.CharData(arena[s:len(arena):len(arena)])
 		} else {
 			b, err = r.getc()
 			if err != nil {
@@ -293,17 +301,12 @@ func (r *Reader) stanza() (wire.Element, error) {
 				if err := r.cdataOpen(); err != nil {
 					return el, err
 				}
-				s := len(arena)
 				var over bool
-				arena, over, err = r.text(arena, -1, true, r.maxBytes-size)
-				if err != nil {
+				if tok, over, err = charData(true); err != nil {
 					return el, err
-				}
-				if over {
+				} else if over {
 					return r.tooLarge(el)
 				}
-				size += len(arena) - s
-				tok = xml.CharData(arena[s:len(arena):len(arena)])
 			default:
 				_ = r.br.UnreadByte()
 				st, empty, n, err := r.startTag(r.maxBytes-size, true)
