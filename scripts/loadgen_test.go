@@ -169,7 +169,10 @@ endpoints = ["*"]
 	if !clean || tr["errors"] != 0 || tr["bad"] != 0 {
 		t.Errorf("trivial: not a clean run: %v", tr)
 	}
-	if tr["answer_bytes"] != g["answer_bytes"] {
+	// answer_bytes is a mean, and the ids are counters: a run that sends
+	// more has longer ids on average, so the two may differ by a byte or
+	// two while the payloads are the same bytes.
+	if d := tr["answer_bytes"] - g["answer_bytes"]; d < -3 || d > 3 {
 		t.Errorf("the trivial responder's answers are %d bytes, the gateway's %d", tr["answer_bytes"], g["answer_bytes"])
 	}
 
