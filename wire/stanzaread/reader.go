@@ -51,6 +51,10 @@ var (
 	ErrStartTooLarge = errors.New("stanzaread: stanza start tag too large")
 	// ErrTooDeep is an element nested deeper than MaxDepth.
 	ErrTooDeep = errors.New("stanzaread: elements nested too deeply")
+	// ErrTooManyNamespaces is an element declaring more than
+	// MaxNSPerElement namespaces, or one that brings the declarations in
+	// scope past MaxNSInScope.
+	ErrTooManyNamespaces = errors.New("stanzaread: too many namespace declarations")
 )
 
 // MaxDepth bounds the nesting of one stanza, and MaxName the length of a
@@ -63,6 +67,17 @@ const (
 	MaxSpace = 64 << 10
 )
 
+// MaxNSPerElement bounds the namespace declarations (xmlns and xmlns:p
+// attributes) of one element, and MaxNSInScope those in scope at once,
+// counting every open element of the stanza; past either the stream ends
+// (ErrTooManyNamespaces). encoding/xml has no such bound: a declaration
+// such as xmlns:p=” costs a few bytes and no attribute-value bytes, so
+// without them a stanza could hold any number of bindings.
+const (
+	MaxNSPerElement = 64
+	MaxNSInScope    = 1024
+)
+
 // SyntaxError is input that is not well-formed XML, or markup the stream
 // does not allow.
 type SyntaxError struct{ Msg string }
@@ -71,20 +86,33 @@ func (e *SyntaxError) Error() string { return "stanzaread: " + e.Msg }
 
 func syntax(msg string) error { return &SyntaxError{Msg: msg} }
 
-type binding struct{ prefix, uri string }
+// undo is one namespace declaration of an open element: what its prefix
+// was bound to before (had false: it was not bound).
+type undo struct {
+	prefix, old string
+	had         bool
+}
 
 // open is an element being read: its raw (prefixed) name, resolved name,
-// and the bindings in force outside it.
+// and the length of the undo stack outside it.
 type open struct {
 	prefix, local string
 	name          xml.Name
-	nbind         int
+	nundo         int
+	ndecl         int
 }
 
 // Reader reads stanzas. It is not safe for concurrent use.
 type Reader struct {
-	br                  *bufio.Reader
-	bind                []binding
+	br *bufio.Reader
+	// ns maps each prefix ("" for the default namespace) to the URI bound
+	// to it now; undo holds what the open elements' declarations
+	// replaced, so that leaving an element restores it. Lookup is one map
+	// access whatever the number of declarations. nsScope counts the
+	// declarations of the open elements.
+	ns                  map[string]string
+	undo                []undo
+	nsScope             int
 	streamPrefix        string
 	streamLocal         string
 	maxTokens, maxBytes int
@@ -103,13 +131,14 @@ type Reader struct {
 // (as xml.Decoder.RawToken reports it: names not resolved) on br.
 func New(br *bufio.Reader, start xml.StartElement, maxTokens, maxBytes int) *Reader {
 	r := &Reader{br: br, streamPrefix: start.Name.Space, streamLocal: start.Name.Local,
-		maxTokens: maxTokens, maxBytes: maxBytes, names: make(map[string]string)}
+		maxTokens: maxTokens, maxBytes: maxBytes, names: make(map[string]string),
+		ns: make(map[string]string)}
 	for _, a := range start.Attr {
 		switch {
 		case a.Name.Space == "xmlns":
-			r.bind = append(r.bind, binding{a.Name.Local, a.Value})
+			r.ns[a.Name.Local] = a.Value
 		case a.Name.Space == "" && a.Name.Local == "xmlns":
-			r.bind = append(r.bind, binding{"", a.Value})
+			r.ns[""] = a.Value
 		}
 	}
 	return r
@@ -449,7 +478,16 @@ func (r *Reader) endTag() (xml.Name, error) {
 
 func (r *Reader) pop() {
 	top := r.stack[len(r.stack)-1]
-	r.bind = r.bind[:top.nbind]
+	for i := len(r.undo) - 1; i >= top.nundo; i-- {
+		u := r.undo[i]
+		if u.had {
+			r.ns[u.prefix] = u.old
+		} else {
+			delete(r.ns, u.prefix)
+		}
+	}
+	r.undo = r.undo[:top.nundo]
+	r.nsScope -= top.ndecl
 	r.stack = r.stack[:len(r.stack)-1]
 }
 
@@ -567,6 +605,7 @@ func (r *Reader) startTag(budget int, keep bool) (st xml.StartElement, empty boo
 	r.scratch = r.scratch[:0]
 	r.offs = r.offs[:0]
 	raw := r.attrs[:0]
+	ndecl := 0
 	for {
 		b, err := r.space()
 		if err != nil {
@@ -590,6 +629,12 @@ func (r *Reader) startTag(budget int, keep bool) (st xml.StartElement, empty boo
 		ap, al, err := r.nsname()
 		if err != nil {
 			return st, false, 0, err
+		}
+		if ap == "xmlns" || ap == "" && al == "xmlns" {
+			ndecl++
+			if ndecl > MaxNSPerElement || r.nsScope+ndecl > MaxNSInScope {
+				return st, false, 0, ErrTooManyNamespaces
+			}
 		}
 		if b, err = r.space(); err != nil {
 			return st, false, 0, err
@@ -631,7 +676,7 @@ func (r *Reader) startTag(budget int, keep bool) (st xml.StartElement, empty boo
 	} else {
 		raw = nil
 	}
-	o := open{prefix: prefix, local: local, nbind: len(r.bind)}
+	o := open{prefix: prefix, local: local, nundo: len(r.undo), ndecl: ndecl}
 	if keep && len(raw) > 0 {
 		vals := string(r.scratch)
 		prev := 0
@@ -641,12 +686,13 @@ func (r *Reader) startTag(budget int, keep bool) (st xml.StartElement, empty boo
 		}
 	}
 	r.scratch = r.scratch[:0]
+	r.nsScope += ndecl
 	for _, a := range raw {
 		switch {
 		case a.Name.Space == "xmlns":
-			r.bind = append(r.bind, binding{a.Name.Local, a.Value})
+			r.bindNS(a.Name.Local, a.Value)
 		case a.Name.Space == "" && a.Name.Local == "xmlns":
-			r.bind = append(r.bind, binding{"", a.Value})
+			r.bindNS("", a.Value)
 		}
 	}
 	o.name = r.translate(xml.Name{Space: prefix, Local: local}, true)
@@ -670,13 +716,17 @@ func (r *Reader) translate(n xml.Name, elem bool) xml.Name {
 	case n.Space == "" && n.Local == "xmlns":
 		return n
 	}
-	for i := len(r.bind) - 1; i >= 0; i-- {
-		if r.bind[i].prefix == n.Space {
-			n.Space = r.bind[i].uri
-			return n
-		}
+	if uri, ok := r.ns[n.Space]; ok {
+		n.Space = uri
 	}
 	return n
+}
+
+// bindNS binds prefix to uri until the element being read ends.
+func (r *Reader) bindNS(prefix, uri string) {
+	old, had := r.ns[prefix]
+	r.undo = append(r.undo, undo{prefix: prefix, old: old, had: had})
+	r.ns[prefix] = uri
 }
 
 // text reads character data, appending it decoded to dst: up to '<' (quote

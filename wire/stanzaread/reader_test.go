@@ -67,14 +67,38 @@ func tokStr(t xml.Token) string {
 	return fmt.Sprintf("?%T", t)
 }
 
-// strict refuses what mellium's stream reader refused at any depth.
-type strict struct{ d *xml.Decoder }
+// strict refuses what mellium's stream reader refused at any depth, and
+// what stanzaread refuses past its own bounds, which encoding/xml does not
+// have: namespace declarations per element and in scope.
+type strict struct {
+	d *xml.Decoder
+	// decls holds the namespace declarations of each open element.
+	decls *[]int
+}
 
 func (s strict) Token() (xml.Token, error) {
 	tok, err := s.d.Token()
-	switch tok.(type) {
+	switch t := tok.(type) {
 	case xml.Comment, xml.ProcInst, xml.Directive:
 		return nil, errors.New("refused token")
+	case xml.StartElement:
+		n, scope := 0, 0
+		for _, a := range t.Attr {
+			if a.Name.Space == "xmlns" || a.Name.Space == "" && a.Name.Local == "xmlns" {
+				n++
+			}
+		}
+		for _, d := range *s.decls {
+			scope += d
+		}
+		if n > stanzaread.MaxNSPerElement || scope+n > stanzaread.MaxNSInScope {
+			return nil, errors.New("too many namespace declarations")
+		}
+		*s.decls = append(*s.decls, n)
+	case xml.EndElement:
+		if len(*s.decls) > 0 {
+			*s.decls = (*s.decls)[:len(*s.decls)-1]
+		}
 	}
 	return tok, err
 }
@@ -86,7 +110,7 @@ func oracle(input []byte, maxTokens, maxBytes int) []event {
 	if _, err := d.Token(); err != nil {
 		panic(err)
 	}
-	r := strict{d}
+	r := strict{d: d, decls: new([]int)}
 	var out []event
 	for {
 		tok, err := r.Token()

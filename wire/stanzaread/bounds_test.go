@@ -1,0 +1,81 @@
+package stanzaread_test
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+
+	"agentgw/wire"
+	"agentgw/wire/stanzaread"
+)
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += n
+	return n, err
+}
+
+func readAll(t *testing.T, in []byte, maxTokens, maxBytes int) ([]wire.Element, error, *countingReader) {
+	t.Helper()
+	cr := &countingReader{r: bytes.NewReader(in)}
+	r := stanzaread.New(bufio.NewReader(cr), rawHeader(t), maxTokens, maxBytes)
+	var els []wire.Element
+	for {
+		el, err := r.Next()
+		if err != nil && !errors.Is(err, wire.ErrTooLarge) {
+			return els, err, cr
+		}
+		els = append(els, el)
+	}
+}
+
+// Namespace declarations that cost no attribute-value bytes are bounded per
+// element and in scope: the stream ends at the first declaration past
+// either, before the rest of the input is read.
+func TestNamespaceDeclarationsBounded(t *testing.T) {
+	decls := func(from, n int) string {
+		var b strings.Builder
+		for i := from; i < from+n; i++ {
+			fmt.Fprintf(&b, " xmlns:p%d=''", i)
+		}
+		return b.String()
+	}
+	// At the bounds: read, and every prefix resolves.
+	ok := "<iq" + decls(0, stanzaread.MaxNSPerElement) + ">"
+	for i := 1; i < stanzaread.MaxNSInScope/stanzaread.MaxNSPerElement; i++ {
+		ok += "<x" + decls(i*stanzaread.MaxNSPerElement, stanzaread.MaxNSPerElement) + ">"
+	}
+	ok += "<p0:a/><p1023:b/>"
+	for i := 1; i < stanzaread.MaxNSInScope/stanzaread.MaxNSPerElement; i++ {
+		ok += "</x>"
+	}
+	ok += "</iq></stream:stream>"
+	if _, err, _ := readAll(t, []byte(ok), 200_000, 2<<20); err != io.EOF {
+		t.Fatalf("at the bounds: %v, want EOF", err)
+	}
+
+	tail := strings.Repeat("<a/>", 100_000) + "</iq>"
+	for name, in := range map[string]string{
+		"per element": "<iq" + decls(0, stanzaread.MaxNSPerElement+1) + ">" + tail,
+		"in scope":    "<iq" + decls(0, 64) + ">" + strings.Repeat("<x"+decls(0, 64)+">", 16) + tail,
+		"skipped":     "<iq>" + strings.Repeat("t", 300) + "<x" + decls(0, stanzaread.MaxNSPerElement+1) + "/>" + tail,
+	} {
+		_, err, cr := readAll(t, []byte(in), 50, 200)
+		if !errors.Is(err, stanzaread.ErrTooManyNamespaces) {
+			t.Errorf("%s: %v, want ErrTooManyNamespaces", name, err)
+		}
+		if cr.n > len(in)-len(tail)+8192 {
+			t.Errorf("%s: read %d of %d bytes before ending the stream", name, cr.n, len(in))
+		}
+	}
+}
