@@ -70,12 +70,64 @@ func TestNamespaceDeclarationsBounded(t *testing.T) {
 		"in scope":    "<iq" + decls(0, 64) + ">" + strings.Repeat("<x"+decls(0, 64)+">", 16) + tail,
 		"skipped":     "<iq>" + strings.Repeat("t", 300) + "<x" + decls(0, stanzaread.MaxNSPerElement+1) + "/>" + tail,
 	} {
-		_, err, cr := readAll(t, []byte(in), 50, 200)
+		_, err, cr := readAll(t, []byte(in), 200_000, 2<<20)
+		if name == "skipped" {
+			_, err, cr = readAll(t, []byte(in), 50, 200)
+		}
 		if !errors.Is(err, stanzaread.ErrTooManyNamespaces) {
 			t.Errorf("%s: %v, want ErrTooManyNamespaces", name, err)
 		}
 		if cr.n > len(in)-len(tail)+8192 {
 			t.Errorf("%s: read %d of %d bytes before ending the stream", name, cr.n, len(in))
 		}
+	}
+}
+
+// Attributes are bounded in number, and their names count toward the
+// stanza's bytes: empty attributes are not read for free.
+func TestAttributesBounded(t *testing.T) {
+	attrs := func(n int) string {
+		var b strings.Builder
+		for i := 0; i < n; i++ {
+			fmt.Fprintf(&b, " a%d=''", i)
+		}
+		return b.String()
+	}
+	// MaxAttrs are read; one more ends the stream where it stands, in
+	// the stanza's own start tag or nested, kept or skipped.
+	in := "<iq" + attrs(stanzaread.MaxAttrs) + "/></stream:stream>"
+	if els, err, _ := readAll(t, []byte(in), 200_000, 2<<20); err != io.EOF || len(els) != 1 || len(els[0].Start.Attr) != stanzaread.MaxAttrs {
+		t.Fatalf("at the bound: %d stanzas, %v", len(els), err)
+	}
+	rest := attrs(1_000_000)
+	for _, in := range []string{
+		"<iq" + rest + "/>",
+		"<iq><x" + rest + "/></iq>",
+		"<iq>" + strings.Repeat("t", 300) + "<x" + rest + "/></iq>",
+	} {
+		_, err, cr := readAll(t, []byte(in), 50, 200)
+		if !errors.Is(err, stanzaread.ErrStartTooLarge) {
+			t.Errorf("%.20q: %v, want ErrStartTooLarge", in, err)
+		}
+		if cr.n > 400+stanzaread.MaxAttrs*12+8192 {
+			t.Errorf("%.20q: read %d bytes before ending the stream", in, cr.n)
+		}
+	}
+
+	// Names count: 200 empty attributes cost their names and AttrCost
+	// each, past a bound of 4 KiB that their values alone would not reach.
+	start := "<iq" + attrs(200) + "/>"
+	if _, err, _ := readAll(t, []byte(start), 200_000, 4096); !errors.Is(err, stanzaread.ErrStartTooLarge) {
+		t.Errorf("own start tag: %v, want ErrStartTooLarge", err)
+	}
+	nested := "<iq><x" + attrs(200) + "/></iq><message/></stream:stream>"
+	els, err, _ := readAll(t, []byte(nested), 200_000, 4096)
+	if err != io.EOF || len(els) != 2 || els[0].Inner != nil || els[1].Start.Name.Local != "message" {
+		t.Errorf("nested: %d stanzas, %v; want the iq too large, then the message", len(els), err)
+	}
+	// An element's name counts too.
+	long := "<iq>" + strings.Repeat("<"+strings.Repeat("n", 1000)+"/>", 5) + "</iq></stream:stream>"
+	if els, err, _ := readAll(t, []byte(long), 200_000, 4096); err != io.EOF || len(els) != 1 || els[0].Inner != nil {
+		t.Errorf("long names: %v, want the iq too large", err)
 	}
 }

@@ -78,6 +78,17 @@ const (
 	MaxNSInScope    = 1024
 )
 
+// MaxAttrs bounds the attributes of one element: past it the stream ends
+// (ErrStartTooLarge). AttrCost is what each attribute counts toward a
+// stanza's byte bound besides its name and value: names (element and
+// attribute, their namespace as resolved and local part) count as their
+// bytes, where encoding/xml with wire.ReadElement counted only values and
+// character data, so that a million empty attributes are not read for free.
+const (
+	MaxAttrs = 256
+	AttrCost = 32
+)
+
 // SyntaxError is input that is not well-formed XML, or markup the stream
 // does not allow.
 type SyntaxError struct{ Msg string }
@@ -591,8 +602,8 @@ func (r *Reader) intern(b []byte) string {
 }
 
 // startTag reads a start tag, whose '<' has been read, pushes it, and
-// returns it resolved. budget bounds the bytes of its attribute values
-// kept; past it (n > budget) the values are checked but not kept, and
+// returns it resolved. budget bounds its cost (see AttrCost: names,
+// attribute values, AttrCost for each attribute) kept; past it (n > budget) the values are checked but not kept, and
 // without keep nothing is kept.
 func (r *Reader) startTag(budget int, keep bool) (st xml.StartElement, empty bool, n int, err error) {
 	if len(r.stack) >= MaxDepth {
@@ -605,7 +616,14 @@ func (r *Reader) startTag(budget int, keep bool) (st xml.StartElement, empty boo
 	r.scratch = r.scratch[:0]
 	r.offs = r.offs[:0]
 	raw := r.attrs[:0]
-	ndecl := 0
+	ndecl, nattr := 0, 0
+	// Until the names are resolved n counts their local parts only, which
+	// is less than their cost: past budget already, it is past at the end.
+	n = len(local)
+	if keep && n > budget {
+		keep = false
+		n = budget + 1
+	}
 	for {
 		b, err := r.space()
 		if err != nil {
@@ -630,6 +648,9 @@ func (r *Reader) startTag(budget int, keep bool) (st xml.StartElement, empty boo
 		if err != nil {
 			return st, false, 0, err
 		}
+		if nattr++; nattr > MaxAttrs {
+			return st, false, 0, ErrStartTooLarge
+		}
 		if ap == "xmlns" || ap == "" && al == "xmlns" {
 			ndecl++
 			if ndecl > MaxNSPerElement || r.nsScope+ndecl > MaxNSInScope {
@@ -650,11 +671,17 @@ func (r *Reader) startTag(budget int, keep bool) (st xml.StartElement, empty boo
 			return st, false, 0, syntax("unquoted or missing attribute value in element")
 		}
 		var over bool
+		if keep {
+			n += len(al) + AttrCost
+			over = n > budget
+		}
 		limit := budget - n
-		if !keep {
+		if !keep || over {
 			limit = 0
 		}
-		r.scratch, over, err = r.text(r.scratch, int(q), false, limit)
+		var overText bool
+		r.scratch, overText, err = r.text(r.scratch, int(q), false, limit)
+		over = over || overText
 		if err != nil {
 			return st, false, 0, err
 		}
@@ -698,6 +725,10 @@ func (r *Reader) startTag(budget int, keep bool) (st xml.StartElement, empty boo
 	o.name = r.translate(xml.Name{Space: prefix, Local: local}, true)
 	for i := range raw {
 		raw[i].Name = r.translate(raw[i].Name, false)
+		n += len(raw[i].Name.Space)
+	}
+	if keep {
+		n += len(o.name.Space)
 	}
 	r.stack = append(r.stack, o)
 	return xml.StartElement{Name: o.name, Attr: raw}, empty, n, nil

@@ -94,6 +94,9 @@ func (s strict) Token() (xml.Token, error) {
 		if n > stanzaread.MaxNSPerElement || scope+n > stanzaread.MaxNSInScope {
 			return nil, errors.New("too many namespace declarations")
 		}
+		if len(t.Attr) > stanzaread.MaxAttrs {
+			return nil, errors.New("too many attributes")
+		}
 		*s.decls = append(*s.decls, n)
 	case xml.EndElement:
 		if len(*s.decls) > 0 {
@@ -132,20 +135,16 @@ func oracle(input []byte, maxTokens, maxBytes int) []event {
 				if t.Name.Local != "error" {
 					return append(out, event{kind: "fail", err: errors.New("stream element")})
 				}
-				el, err := wire.ReadElement(r, t, maxTokens, maxBytes)
+				el, err := readElement(r, t, maxTokens, maxBytes)
 				if err != nil {
 					return append(out, event{kind: "fail", err: err})
 				}
 				return append(out, event{kind: "streamerror", el: el})
 			}
-			n := 0
-			for _, a := range t.Attr {
-				n += len(a.Value)
-			}
-			if n > maxBytes {
+			if startCost(t) > maxBytes {
 				return append(out, event{kind: "fail", err: errors.New("start too large")})
 			}
-			el, err := wire.ReadElement(r, t, maxTokens, maxBytes)
+			el, err := readElement(r, t, maxTokens, maxBytes)
 			if errors.Is(err, wire.ErrTooLarge) {
 				out = append(out, event{kind: "large", el: wire.Element{Start: el.Start}})
 				depth := 0
@@ -175,6 +174,46 @@ func oracle(input []byte, maxTokens, maxBytes int) []event {
 				return append(out, event{kind: "fail", err: err})
 			}
 			out = append(out, event{kind: "el", el: el})
+		}
+	}
+}
+
+// startCost is what a start tag counts toward a stanza's byte bound in
+// stanzaread: wire.ReadElement counted attribute values only, stanzaread
+// counts names too, and stanzaread.AttrCost for each attribute.
+func startCost(t xml.StartElement) int {
+	n := len(t.Name.Space) + len(t.Name.Local)
+	for _, a := range t.Attr {
+		n += len(a.Name.Space) + len(a.Name.Local) + stanzaread.AttrCost + len(a.Value)
+	}
+	return n
+}
+
+// readElement is wire.ReadElement with start tags costed by startCost.
+func readElement(r xml.TokenReader, start xml.StartElement, maxTokens, maxBytes int) (wire.Element, error) {
+	el := wire.Element{Start: start.Copy()}
+	depth, size := 0, 0
+	for {
+		tok, err := r.Token()
+		if err != nil {
+			return el, err
+		}
+		tok = xml.CopyToken(tok)
+		switch t := tok.(type) {
+		case xml.StartElement:
+			depth++
+			size += startCost(t)
+		case xml.EndElement:
+			if depth == 0 {
+				return el, nil
+			}
+			depth--
+		case xml.CharData:
+			size += len(t)
+		}
+		el.Inner = append(el.Inner, tok)
+		if len(el.Inner) > maxTokens || size > maxBytes {
+			return el, wire.ErrTooLarge
 		}
 	}
 }
