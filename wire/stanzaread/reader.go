@@ -590,12 +590,21 @@ func (r *Reader) nsname() (prefix, local string, err error) {
 	return r.intern(n[:colon]), r.intern(n[colon+1:]), nil
 }
 
+// Names of at most maxCachedName bytes are kept in a cache of at most
+// maxCached entries, so that the strings of the names a session sees again
+// and again are made once: at most 256 KiB a session. A longer name is
+// rare and made each time.
+const (
+	maxCachedName = 64
+	maxCached     = 4096
+)
+
 func (r *Reader) intern(b []byte) string {
 	if s, ok := r.names[string(b)]; ok {
 		return s
 	}
 	s := string(b)
-	if len(r.names) < 4096 {
+	if len(r.names) < maxCached && len(s) <= maxCachedName {
 		r.names[s] = s
 	}
 	return s
