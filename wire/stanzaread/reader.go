@@ -22,7 +22,6 @@ package stanzaread
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/xml"
 	"errors"
 	"io"
@@ -136,6 +135,10 @@ type Reader struct {
 	attrs   []xml.Attr
 	ntok    int // tokens of the last stanza, for the next one's capacity
 	names   map[string]string
+	// valid holds short non-ASCII names found valid by nameDec.
+	valid   map[string]struct{}
+	nameDec *xml.Decoder
+	nameIn  *nameInput
 }
 
 // New returns a Reader of the stanzas that follow the stream header start
@@ -553,19 +556,67 @@ func (r *Reader) name() ([]byte, error) {
 		if c := n[0]; !('A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || c == '_' || c == ':') {
 			return nil, syntax("invalid XML name")
 		}
-	} else if !isNameSlow(n) {
+	} else if !r.isNameSlow(n) {
 		return nil, syntax("invalid XML name")
 	}
 	return n, nil
 }
 
 // isNameSlow checks a name with non-ASCII letters by encoding/xml's own
-// rule (XML 1.0 Appendix B), asking its decoder.
-func isNameSlow(n []byte) bool {
-	in := make([]byte, 0, len(n)+3)
-	in = append(append(append(in, '<'), n...), '/', '>')
-	_, err := xml.NewDecoder(bytes.NewReader(in)).RawToken()
-	return err == nil
+// rule (XML 1.0 Appendix B), asking its decoder: one decoder a Reader,
+// reused, and only for a name not seen before (valid keeps the short ones
+// found valid, as names keeps short names).
+func (r *Reader) isNameSlow(n []byte) bool {
+	if _, ok := r.valid[string(n)]; ok {
+		return true
+	}
+	if r.nameDec == nil {
+		r.nameIn = new(nameInput)
+		r.nameDec = xml.NewDecoder(r.nameIn)
+	}
+	r.nameIn.b = append(append(append(r.nameIn.b[:0], '<'), n...), '/', '>')
+	r.nameIn.i = 0
+	if _, err := r.nameDec.RawToken(); err != nil {
+		r.nameDec = nil // its error is sticky
+		return false
+	}
+	// The end of the empty element, which reads nothing.
+	if _, err := r.nameDec.RawToken(); err != nil {
+		r.nameDec = nil
+		return false
+	}
+	if len(n) <= maxCachedName && len(r.valid) < maxCached {
+		if r.valid == nil {
+			r.valid = make(map[string]struct{})
+		}
+		r.valid[string(n)] = struct{}{}
+	}
+	return true
+}
+
+// nameInput is the input of the name-checking decoder, refilled for each
+// name. It is an io.ByteReader, so the decoder reads it byte by byte and
+// never past the name's "/>".
+type nameInput struct {
+	b []byte
+	i int
+}
+
+func (in *nameInput) ReadByte() (byte, error) {
+	if in.i >= len(in.b) {
+		return 0, io.EOF
+	}
+	in.i++
+	return in.b[in.i-1], nil
+}
+
+func (in *nameInput) Read(p []byte) (int, error) {
+	if in.i >= len(in.b) {
+		return 0, io.EOF
+	}
+	n := copy(p, in.b[in.i:])
+	in.i += n
+	return n, nil
 }
 
 // nsname reads a qualified name: prefix and local part, the prefix empty
