@@ -131,3 +131,13 @@ func TestAttributesBounded(t *testing.T) {
 		t.Errorf("long names: %v, want the iq too large", err)
 	}
 }
+
+// A <stream:error/> too large to read ends the stream: nothing after it is
+// read as a stanza.
+func TestStreamErrorTooLargeEnds(t *testing.T) {
+	in := "<stream:error><text>" + strings.Repeat("x", 300) + "</text></stream:error><message/></stream:stream>"
+	els, err, _ := readAll(t, []byte(in), 50, 200)
+	if !errors.Is(err, stanzaread.ErrStreamErrorTooLarge) || len(els) != 0 {
+		t.Fatalf("%d stanzas, %v; want none and ErrStreamErrorTooLarge", len(els), err)
+	}
+}

@@ -48,6 +48,9 @@ var (
 	// ErrStartTooLarge is a stanza whose own attribute values hold more
 	// than maxBytes bytes: with them cut, it could not even be answered.
 	ErrStartTooLarge = errors.New("stanzaread: stanza start tag too large")
+	// ErrStreamErrorTooLarge is a <stream:error/> past the bounds: the peer
+	// ended its stream, with a condition too large to read.
+	ErrStreamErrorTooLarge = errors.New("stanzaread: stream error received, too large to read")
 	// ErrTooDeep is an element nested deeper than MaxDepth.
 	ErrTooDeep = errors.New("stanzaread: elements nested too deeply")
 	// ErrTooManyNamespaces is an element declaring more than
@@ -385,9 +388,13 @@ func (r *Reader) stanza() (wire.Element, error) {
 }
 
 // tooLarge ends a stanza past the bounds: its start goes back now, its rest
-// is skipped by the next call.
+// is skipped by the next call. A <stream:error/> past them ends the stream
+// (ErrStreamErrorTooLarge): nothing may follow it.
 func (r *Reader) tooLarge(el wire.Element) (wire.Element, error) {
 	el.Inner = nil
+	if el.Start.Name.Space == NSStream {
+		return el, ErrStreamErrorTooLarge
+	}
 	if len(r.stack) > 0 {
 		r.skip = true
 	}

@@ -280,6 +280,7 @@ var seeds = []string{
 	` <presence/>  </stream:stream>`,
 	`<stream:error><conflict xmlns='urn:ietf:params:xml:ns:xmpp-streams'/></stream:error>`,
 	`<stream:features/>`,
+	"<stream:error><text>" + strings.Repeat("x", 300) + "</text></stream:error><message/>",
 	`<message><!-- c --></message>`,
 	`<?xml version='1.0'?><message/>`,
 	`<!DOCTYPE x><message/>`,
