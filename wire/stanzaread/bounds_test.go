@@ -141,3 +141,24 @@ func TestStreamErrorTooLargeEnds(t *testing.T) {
 		t.Fatalf("%d stanzas, %v; want none and ErrStreamErrorTooLarge", len(els), err)
 	}
 }
+
+// Text between stanzas fails at its first byte that is not whitespace, not
+// at the next '<'.
+func TestTextBetweenStanzasFailsEarly(t *testing.T) {
+	for _, lead := range []string{"x", " \r\n&#x20;y", "<![CDATA[ z"} {
+		in := "<message/>" + lead + strings.Repeat("y", 1<<20) + "<message/>"
+		els, err, cr := readAll(t, []byte(in), 50, 200)
+		var syn *stanzaread.SyntaxError
+		if !errors.As(err, &syn) || len(els) != 1 {
+			t.Errorf("%q: %d stanzas, %v; want one and a syntax error", lead, len(els), err)
+		}
+		if cr.n > 8192 {
+			t.Errorf("%q: read %d of %d bytes before failing", lead, cr.n, len(in))
+		}
+	}
+	// Whitespace, written or as references, still passes.
+	in := " \t\r\n&#x20;&#9;<![CDATA[ \n]]><message/></stream:stream>"
+	if els, err, _ := readAll(t, []byte(in), 50, 200); err != io.EOF || len(els) != 1 {
+		t.Errorf("whitespace: %d stanzas, %v", len(els), err)
+	}
+}

@@ -233,22 +233,56 @@ func (r *Reader) next() (wire.Element, error) {
 	}
 }
 
-// topText reads character data between stanzas, which must be whitespace.
+// topText reads character data between stanzas (with cdata, a CDATA
+// section's content), which must be whitespace: it fails at the first byte
+// that is not, and after MaxSpace bytes. Lengths are those of the decoded
+// text, as encoding/xml reports it ("\r\n" is one byte).
 func (r *Reader) topText(cdata bool) error {
-	data, over, err := r.text(r.scratch[:0], -1, cdata, MaxSpace)
-	if err != nil {
-		return err
-	}
-	r.scratch = data[:0]
-	if over {
-		return syntax("whitespace between stanzas too long")
-	}
-	for _, c := range data {
-		if c != ' ' && c != '\t' && c != '\r' && c != '\n' {
+	n := 0
+	var prev byte
+	var ent [utf8.UTFMax]byte
+	for {
+		b, err := r.getc()
+		if err != nil {
+			return err
+		}
+		switch {
+		case b == '<' && !cdata:
+			_ = r.br.UnreadByte()
+			return nil
+		case b == ']' && cdata:
+			for _, want := range []byte("]>") {
+				if b, err = r.getc(); err != nil {
+					return err
+				}
+				if b != want {
+					return syntax("character data between stanzas")
+				}
+			}
+			return nil
+		case b == '&' && !cdata:
+			dec, err := r.entity(ent[:0])
+			if err != nil {
+				return err
+			}
+			for _, c := range dec {
+				if !isSpace(c) {
+					return syntax("character data between stanzas")
+				}
+			}
+			n += len(dec)
+			b = 0
+		case b == '\n' && prev == '\r':
+		case isSpace(b):
+			n++
+		default:
 			return syntax("character data between stanzas")
 		}
+		if n > MaxSpace {
+			return syntax("whitespace between stanzas too long")
+		}
+		prev = b
 	}
-	return nil
 }
 
 // cdataOpen reads the rest of "<![CDATA[" after "<!"; anything else (a
