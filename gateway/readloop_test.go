@@ -79,3 +79,25 @@ func TestMalformedInputEndsStream(t *testing.T) {
 		})
 	}
 }
+
+// TestForeignNamespaceIgnored: a top-level element named like a stanza but
+// in another namespace is not a stanza: it gets no answer, and the stream
+// goes on.
+func TestForeignNamespaceIgnored(t *testing.T) {
+	e := start(t, "")
+	e.srv.write(`<iq xmlns='urn:example:other' type='get' id='foreign' from='` + alice + `' to='` + domain + `'><query xmlns='http://jabber.org/protocol/disco#info'/></iq>` +
+		`<o:iq xmlns:o='jabber:client' type='get' id='foreign2' from='` + alice + `' to='` + domain + `'><query xmlns='http://jabber.org/protocol/disco#info'/></o:iq>`)
+	// Answers come in order: had a foreign element been answered, its
+	// answer would come before the last IQ's.
+	e.srv.write(`<iq xmlns='jabber:component:accept' type='get' id='last' from='` + alice + `' to='` + domain + `'><query xmlns='http://jabber.org/protocol/disco#info'/></iq>`)
+	for {
+		el := e.srv.next()
+		id, _ := el.AttrValue("id")
+		if strings.HasPrefix(id, "foreign") {
+			t.Fatalf("a foreign element was answered: %s", marshal(t, el))
+		}
+		if id == "last" {
+			break
+		}
+	}
+}
