@@ -25,7 +25,7 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func readAll(t *testing.T, in []byte, maxTokens, maxBytes int) ([]wire.Element, error, *countingReader) {
+func readAll(t *testing.T, in []byte, maxTokens, maxBytes int) ([]wire.Element, *countingReader, error) {
 	t.Helper()
 	cr := &countingReader{r: bytes.NewReader(in)}
 	r := stanzaread.New(bufio.NewReader(cr), rawHeader(t), maxTokens, maxBytes)
@@ -33,7 +33,7 @@ func readAll(t *testing.T, in []byte, maxTokens, maxBytes int) ([]wire.Element, 
 	for {
 		el, err := r.Next()
 		if err != nil && !errors.Is(err, wire.ErrTooLarge) {
-			return els, err, cr
+			return els, cr, err
 		}
 		els = append(els, el)
 	}
@@ -60,7 +60,7 @@ func TestNamespaceDeclarationsBounded(t *testing.T) {
 		ok += "</x>"
 	}
 	ok += "</iq></stream:stream>"
-	if _, err, _ := readAll(t, []byte(ok), 200_000, 2<<20); err != io.EOF {
+	if _, _, err := readAll(t, []byte(ok), 200_000, 2<<20); err != io.EOF {
 		t.Fatalf("at the bounds: %v, want EOF", err)
 	}
 
@@ -70,9 +70,9 @@ func TestNamespaceDeclarationsBounded(t *testing.T) {
 		"in scope":    "<iq" + decls(0, 64) + ">" + strings.Repeat("<x"+decls(0, 64)+">", 16) + tail,
 		"skipped":     "<iq>" + strings.Repeat("t", 300) + "<x" + decls(0, stanzaread.MaxNSPerElement+1) + "/>" + tail,
 	} {
-		_, err, cr := readAll(t, []byte(in), 200_000, 2<<20)
+		_, cr, err := readAll(t, []byte(in), 200_000, 2<<20)
 		if name == "skipped" {
-			_, err, cr = readAll(t, []byte(in), 50, 200)
+			_, cr, err = readAll(t, []byte(in), 50, 200)
 		}
 		if !errors.Is(err, stanzaread.ErrTooManyNamespaces) {
 			t.Errorf("%s: %v, want ErrTooManyNamespaces", name, err)
@@ -96,7 +96,7 @@ func TestAttributesBounded(t *testing.T) {
 	// MaxAttrs are read; one more ends the stream where it stands, in
 	// the stanza's own start tag or nested, kept or skipped.
 	in := "<iq" + attrs(stanzaread.MaxAttrs) + "/></stream:stream>"
-	if els, err, _ := readAll(t, []byte(in), 200_000, 2<<20); err != io.EOF || len(els) != 1 || len(els[0].Start.Attr) != stanzaread.MaxAttrs {
+	if els, _, err := readAll(t, []byte(in), 200_000, 2<<20); err != io.EOF || len(els) != 1 || len(els[0].Start.Attr) != stanzaread.MaxAttrs {
 		t.Fatalf("at the bound: %d stanzas, %v", len(els), err)
 	}
 	rest := attrs(1_000_000)
@@ -105,7 +105,7 @@ func TestAttributesBounded(t *testing.T) {
 		"<iq><x" + rest + "/></iq>",
 		"<iq>" + strings.Repeat("t", 300) + "<x" + rest + "/></iq>",
 	} {
-		_, err, cr := readAll(t, []byte(in), 50, 200)
+		_, cr, err := readAll(t, []byte(in), 50, 200)
 		if !errors.Is(err, stanzaread.ErrStartTooLarge) {
 			t.Errorf("%.20q: %v, want ErrStartTooLarge", in, err)
 		}
@@ -117,17 +117,17 @@ func TestAttributesBounded(t *testing.T) {
 	// Names count: 200 empty attributes cost their names and AttrCost
 	// each, past a bound of 4 KiB that their values alone would not reach.
 	start := "<iq" + attrs(200) + "/>"
-	if _, err, _ := readAll(t, []byte(start), 200_000, 4096); !errors.Is(err, stanzaread.ErrStartTooLarge) {
+	if _, _, err := readAll(t, []byte(start), 200_000, 4096); !errors.Is(err, stanzaread.ErrStartTooLarge) {
 		t.Errorf("own start tag: %v, want ErrStartTooLarge", err)
 	}
 	nested := "<iq><x" + attrs(200) + "/></iq><message/></stream:stream>"
-	els, err, _ := readAll(t, []byte(nested), 200_000, 4096)
+	els, _, err := readAll(t, []byte(nested), 200_000, 4096)
 	if err != io.EOF || len(els) != 2 || els[0].Inner != nil || els[1].Start.Name.Local != "message" {
 		t.Errorf("nested: %d stanzas, %v; want the iq too large, then the message", len(els), err)
 	}
 	// An element's name counts too.
 	long := "<iq>" + strings.Repeat("<"+strings.Repeat("n", 1000)+"/>", 5) + "</iq></stream:stream>"
-	if els, err, _ := readAll(t, []byte(long), 200_000, 4096); err != io.EOF || len(els) != 1 || els[0].Inner != nil {
+	if els, _, err := readAll(t, []byte(long), 200_000, 4096); err != io.EOF || len(els) != 1 || els[0].Inner != nil {
 		t.Errorf("long names: %v, want the iq too large", err)
 	}
 }
@@ -136,7 +136,7 @@ func TestAttributesBounded(t *testing.T) {
 // read as a stanza.
 func TestStreamErrorTooLargeEnds(t *testing.T) {
 	in := "<stream:error><text>" + strings.Repeat("x", 300) + "</text></stream:error><message/></stream:stream>"
-	els, err, _ := readAll(t, []byte(in), 50, 200)
+	els, _, err := readAll(t, []byte(in), 50, 200)
 	if !errors.Is(err, stanzaread.ErrStreamErrorTooLarge) || len(els) != 0 {
 		t.Fatalf("%d stanzas, %v; want none and ErrStreamErrorTooLarge", len(els), err)
 	}
@@ -147,7 +147,7 @@ func TestStreamErrorTooLargeEnds(t *testing.T) {
 func TestTextBetweenStanzasFailsEarly(t *testing.T) {
 	for _, lead := range []string{"x", " \r\n&#x20;y", "<![CDATA[ z"} {
 		in := "<message/>" + lead + strings.Repeat("y", 1<<20) + "<message/>"
-		els, err, cr := readAll(t, []byte(in), 50, 200)
+		els, cr, err := readAll(t, []byte(in), 50, 200)
 		var syn *stanzaread.SyntaxError
 		if !errors.As(err, &syn) || len(els) != 1 {
 			t.Errorf("%q: %d stanzas, %v; want one and a syntax error", lead, len(els), err)
@@ -158,7 +158,7 @@ func TestTextBetweenStanzasFailsEarly(t *testing.T) {
 	}
 	// Whitespace, written or as references, still passes.
 	in := " \t\r\n&#x20;&#9;<![CDATA[ \n]]><message/></stream:stream>"
-	if els, err, _ := readAll(t, []byte(in), 50, 200); err != io.EOF || len(els) != 1 {
+	if els, _, err := readAll(t, []byte(in), 50, 200); err != io.EOF || len(els) != 1 {
 		t.Errorf("whitespace: %d stanzas, %v", len(els), err)
 	}
 }

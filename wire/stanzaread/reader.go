@@ -10,7 +10,7 @@
 // the five predefined entities and character references decoded, "\r\n" and
 // "\r" read as "\n", CDATA sections as character data of their own, UTF-8 and
 // the XML Char production checked, and the same bounds (maxTokens tokens,
-// maxBytes bytes of character data and attribute values). The differential
+// maxBytes bytes of character data, attribute values and names). The differential
 // fuzz test (FuzzReader) holds it to that.
 //
 // Comments, processing instructions and DTDs are refused as a stream error,
@@ -18,6 +18,15 @@
 // element in the streams namespace nested inside a stanza is an ordinary
 // payload element here, where mellium took it for a stream-level element and
 // ended the stream; only a top-level one is stream level.
+//
+// Its own bounds, which encoding/xml does not have, differ on purpose too,
+// so that the cost of reading is bounded by the input's size and these
+// values: names count toward maxBytes (with AttrCost for each attribute),
+// an element has at most MaxAttrs attributes and MaxNSPerElement namespace
+// declarations, and at most MaxNSInScope are in scope; a <stream:error/>
+// past the bounds ends the stream (ErrStreamErrorTooLarge). FuzzReader's
+// model applies the same rules. Text between stanzas fails at its first
+// byte that is not whitespace, which changes when, not whether, it fails.
 package stanzaread
 
 import (
