@@ -92,7 +92,7 @@ const (
 // MaxAttrs bounds the attributes of one element: past it the stream ends
 // (ErrStartTooLarge). AttrCost is what each attribute counts toward a
 // stanza's byte bound besides its name and value: names (element and
-// attribute, their namespace as resolved and local part) count as their
+// attribute, prefix and local part as written) count as their
 // bytes, where encoding/xml with wire.ReadElement counted only values and
 // character data, so that a million empty attributes are not read for free.
 const (
@@ -727,9 +727,8 @@ func (r *Reader) startTag(budget int, keep bool) (st xml.StartElement, empty boo
 	r.offs = r.offs[:0]
 	raw := r.attrs[:0]
 	ndecl, nattr := 0, 0
-	// Until the names are resolved n counts their local parts only, which
-	// is less than their cost: past budget already, it is past at the end.
-	n = len(local)
+	// Names cost their bytes as written: prefix and local part.
+	n = len(prefix) + len(local)
 	if keep && n > budget {
 		keep = false
 		n = budget + 1
@@ -782,7 +781,7 @@ func (r *Reader) startTag(budget int, keep bool) (st xml.StartElement, empty boo
 		}
 		var over bool
 		if keep {
-			n += len(al) + AttrCost
+			n += len(ap) + len(al) + AttrCost
 			over = n > budget
 		}
 		limit := budget - n
@@ -835,10 +834,6 @@ func (r *Reader) startTag(budget int, keep bool) (st xml.StartElement, empty boo
 	o.name = r.translate(xml.Name{Space: prefix, Local: local}, true)
 	for i := range raw {
 		raw[i].Name = r.translate(raw[i].Name, false)
-		n += len(raw[i].Name.Space)
-	}
-	if keep {
-		n += len(o.name.Space)
 	}
 	r.stack = append(r.stack, o)
 	return xml.StartElement{Name: o.name, Attr: raw}, empty, n, nil

@@ -72,6 +72,10 @@ func tokStr(t xml.Token) string {
 // have: namespace declarations per element and in scope.
 type strict struct {
 	d *xml.Decoder
+	// raw reads the same input with RawToken, a start tag behind d, for
+	// the names as written; cost is the last start tag's (startCost).
+	raw  *xml.Decoder
+	cost *int
 	// decls holds the namespace declarations of each open element.
 	decls *[]int
 }
@@ -98,6 +102,16 @@ func (s strict) Token() (xml.Token, error) {
 			return nil, errors.New("too many attributes")
 		}
 		*s.decls = append(*s.decls, n)
+		for {
+			rt, rerr := s.raw.RawToken()
+			if rerr != nil {
+				panic(rerr)
+			}
+			if st, ok := rt.(xml.StartElement); ok {
+				*s.cost = startCost(st)
+				break
+			}
+		}
 	case xml.EndElement:
 		if len(*s.decls) > 0 {
 			*s.decls = (*s.decls)[:len(*s.decls)-1]
@@ -113,7 +127,11 @@ func oracle(input []byte, maxTokens, maxBytes int) []event {
 	if _, err := d.Token(); err != nil {
 		panic(err)
 	}
-	r := strict{d: d, decls: new([]int)}
+	raw := xml.NewDecoder(io.MultiReader(strings.NewReader(header), bytes.NewReader(input)))
+	if _, err := raw.RawToken(); err != nil {
+		panic(err)
+	}
+	r := strict{d: d, decls: new([]int), raw: raw, cost: new(int)}
 	var out []event
 	for {
 		tok, err := r.Token()
@@ -141,7 +159,7 @@ func oracle(input []byte, maxTokens, maxBytes int) []event {
 				}
 				return append(out, event{kind: "streamerror", el: el})
 			}
-			if startCost(t) > maxBytes {
+			if *r.cost > maxBytes {
 				return append(out, event{kind: "fail", err: errors.New("start too large")})
 			}
 			el, err := readElement(r, t, maxTokens, maxBytes)
@@ -178,9 +196,10 @@ func oracle(input []byte, maxTokens, maxBytes int) []event {
 	}
 }
 
-// startCost is what a start tag counts toward a stanza's byte bound in
-// stanzaread: wire.ReadElement counted attribute values only, stanzaread
-// counts names too, and stanzaread.AttrCost for each attribute.
+// startCost is what a start tag, as RawToken reads it, counts toward a
+// stanza's byte bound in stanzaread: wire.ReadElement counted attribute
+// values only, stanzaread counts names as written too, and
+// stanzaread.AttrCost for each attribute.
 func startCost(t xml.StartElement) int {
 	n := len(t.Name.Space) + len(t.Name.Local)
 	for _, a := range t.Attr {
@@ -190,7 +209,7 @@ func startCost(t xml.StartElement) int {
 }
 
 // readElement is wire.ReadElement with start tags costed by startCost.
-func readElement(r xml.TokenReader, start xml.StartElement, maxTokens, maxBytes int) (wire.Element, error) {
+func readElement(r strict, start xml.StartElement, maxTokens, maxBytes int) (wire.Element, error) {
 	el := wire.Element{Start: start.Copy()}
 	depth, size := 0, 0
 	for {
@@ -202,7 +221,7 @@ func readElement(r xml.TokenReader, start xml.StartElement, maxTokens, maxBytes 
 		switch t := tok.(type) {
 		case xml.StartElement:
 			depth++
-			size += startCost(t)
+			size += *r.cost
 		case xml.EndElement:
 			if depth == 0 {
 				return el, nil
