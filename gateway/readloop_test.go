@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -99,5 +100,36 @@ func TestForeignNamespaceIgnored(t *testing.T) {
 		if id == "last" {
 			break
 		}
+	}
+}
+
+// TestBoundsEndStream: past the reader's caps on namespace declarations and
+// attributes the stream ends with <policy-violation/>, and the gateway
+// reconnects.
+func TestBoundsEndStream(t *testing.T) {
+	decls, attrs := "", ""
+	for i := 0; i < 65; i++ {
+		decls += fmt.Sprintf(" xmlns:p%d=''", i)
+	}
+	for i := 0; i < 257; i++ {
+		attrs += fmt.Sprintf(" a%d=''", i)
+	}
+	for name, bad := range map[string]string{
+		"namespaces": `<iq type='get' id='x' from='` + alice + `' to='` + domain + `'><query` + decls + `/></iq>`,
+		"attributes": `<iq type='get' id='x' from='` + alice + `' to='` + domain + `'><query` + attrs + `/></iq>`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := start(t, "")
+			e.srv.write(bad)
+			el := e.srv.next()
+			if el.Start.Name.Local != "error" || len(el.Children()) == 0 || el.Children()[0].Start.Name.Local != "policy-violation" {
+				t.Fatalf("answer: %s", marshal(t, el))
+			}
+			e.srv.accept()
+			got := marshal(t, e.srv.iq(alice, domain, "get", `<query xmlns='http://jabber.org/protocol/disco#info'/>`))
+			if !strings.Contains(got, "type='result'") {
+				t.Errorf("after reconnecting: %s", got)
+			}
+		})
 	}
 }
