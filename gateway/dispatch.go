@@ -73,10 +73,18 @@ func (s *session) handler() xmpp.Handler {
 	})
 }
 
+// nsComponent is the component stream's namespace (XEP-0114), the only
+// one its stanzas are in.
+const nsComponent = "jabber:component:accept"
+
 // dispatch hands one inbound top-level element to its kind's dispatcher;
 // a message or presence too large to read is dropped, an IQ too large gets
-// its error.
+// its error. An element in another namespace (<iq xmlns='urn:x'/>) is not
+// a stanza, and is ignored.
 func (s *session) dispatch(el wire.Element, tooLarge bool) {
+	if el.Start.Name.Space != nsComponent {
+		return
+	}
 	switch el.Start.Name.Local {
 	case "iq":
 		s.dispatchIQ(el, tooLarge)

@@ -90,7 +90,8 @@ func (s *session) endStream(err error) error {
 	switch {
 	case errors.As(err, &syn):
 		reply = stream.NotWellFormed
-	case errors.Is(err, stanzaread.ErrStartTooLarge), errors.Is(err, stanzaread.ErrTooDeep):
+	case errors.Is(err, stanzaread.ErrStartTooLarge), errors.Is(err, stanzaread.ErrTooDeep),
+		errors.Is(err, stanzaread.ErrTooManyNamespaces):
 		reply = stream.PolicyViolation
 	case errors.Is(err, stanzaread.ErrUnknownStreamElement), errors.Is(err, stanzaread.ErrRestart):
 		reply = stream.UnsupportedStanzaType

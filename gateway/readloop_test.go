@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -70,6 +71,59 @@ func TestMalformedInputEndsStream(t *testing.T) {
 			el := e.srv.next()
 			if el.Start.Name.Local != "error" || len(el.Children()) == 0 || el.Children()[0].Start.Name.Local != "not-well-formed" {
 				t.Fatalf("answer to malformed input: %s", marshal(t, el))
+			}
+			e.srv.accept()
+			got := marshal(t, e.srv.iq(alice, domain, "get", `<query xmlns='http://jabber.org/protocol/disco#info'/>`))
+			if !strings.Contains(got, "type='result'") {
+				t.Errorf("after reconnecting: %s", got)
+			}
+		})
+	}
+}
+
+// TestForeignNamespaceIgnored: a top-level element named like a stanza but
+// in another namespace is not a stanza: it gets no answer, and the stream
+// goes on.
+func TestForeignNamespaceIgnored(t *testing.T) {
+	e := start(t, "")
+	e.srv.write(`<iq xmlns='urn:example:other' type='get' id='foreign' from='` + alice + `' to='` + domain + `'><query xmlns='http://jabber.org/protocol/disco#info'/></iq>` +
+		`<o:iq xmlns:o='jabber:client' type='get' id='foreign2' from='` + alice + `' to='` + domain + `'><query xmlns='http://jabber.org/protocol/disco#info'/></o:iq>`)
+	// Answers come in order: had a foreign element been answered, its
+	// answer would come before the last IQ's.
+	e.srv.write(`<iq xmlns='jabber:component:accept' type='get' id='last' from='` + alice + `' to='` + domain + `'><query xmlns='http://jabber.org/protocol/disco#info'/></iq>`)
+	for {
+		el := e.srv.next()
+		id, _ := el.AttrValue("id")
+		if strings.HasPrefix(id, "foreign") {
+			t.Fatalf("a foreign element was answered: %s", marshal(t, el))
+		}
+		if id == "last" {
+			break
+		}
+	}
+}
+
+// TestBoundsEndStream: past the reader's caps on namespace declarations and
+// attributes the stream ends with <policy-violation/>, and the gateway
+// reconnects.
+func TestBoundsEndStream(t *testing.T) {
+	decls, attrs := "", ""
+	for i := 0; i < 65; i++ {
+		decls += fmt.Sprintf(" xmlns:p%d=''", i)
+	}
+	for i := 0; i < 257; i++ {
+		attrs += fmt.Sprintf(" a%d=''", i)
+	}
+	for name, bad := range map[string]string{
+		"namespaces": `<iq type='get' id='x' from='` + alice + `' to='` + domain + `'><query` + decls + `/></iq>`,
+		"attributes": `<iq type='get' id='x' from='` + alice + `' to='` + domain + `'><query` + attrs + `/></iq>`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := start(t, "")
+			e.srv.write(bad)
+			el := e.srv.next()
+			if el.Start.Name.Local != "error" || len(el.Children()) == 0 || el.Children()[0].Start.Name.Local != "policy-violation" {
+				t.Fatalf("answer: %s", marshal(t, el))
 			}
 			e.srv.accept()
 			got := marshal(t, e.srv.iq(alice, domain, "get", `<query xmlns='http://jabber.org/protocol/disco#info'/>`))

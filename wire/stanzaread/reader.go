@@ -10,7 +10,7 @@
 // the five predefined entities and character references decoded, "\r\n" and
 // "\r" read as "\n", CDATA sections as character data of their own, UTF-8 and
 // the XML Char production checked, and the same bounds (maxTokens tokens,
-// maxBytes bytes of character data and attribute values). The differential
+// maxBytes bytes of character data, attribute values and names). The differential
 // fuzz test (FuzzReader) holds it to that.
 //
 // Comments, processing instructions and DTDs are refused as a stream error,
@@ -18,11 +18,19 @@
 // element in the streams namespace nested inside a stanza is an ordinary
 // payload element here, where mellium took it for a stream-level element and
 // ended the stream; only a top-level one is stream level.
+//
+// Its own bounds, which encoding/xml does not have, differ on purpose too,
+// so that the cost of reading is bounded by the input's size and these
+// values: names count toward maxBytes (with AttrCost for each attribute),
+// an element has at most MaxAttrs attributes and MaxNSPerElement namespace
+// declarations, and at most MaxNSInScope are in scope; a <stream:error/>
+// past the bounds ends the stream (ErrStreamErrorTooLarge). FuzzReader's
+// model applies the same rules. Text between stanzas fails at its first
+// byte that is not whitespace, which changes when, not whether, it fails.
 package stanzaread
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/xml"
 	"errors"
 	"io"
@@ -49,8 +57,15 @@ var (
 	// ErrStartTooLarge is a stanza whose own attribute values hold more
 	// than maxBytes bytes: with them cut, it could not even be answered.
 	ErrStartTooLarge = errors.New("stanzaread: stanza start tag too large")
+	// ErrStreamErrorTooLarge is a <stream:error/> past the bounds: the peer
+	// ended its stream, with a condition too large to read.
+	ErrStreamErrorTooLarge = errors.New("stanzaread: stream error received, too large to read")
 	// ErrTooDeep is an element nested deeper than MaxDepth.
 	ErrTooDeep = errors.New("stanzaread: elements nested too deeply")
+	// ErrTooManyNamespaces is an element declaring more than
+	// MaxNSPerElement namespaces, or one that brings the declarations in
+	// scope past MaxNSInScope.
+	ErrTooManyNamespaces = errors.New("stanzaread: too many namespace declarations")
 )
 
 // MaxDepth bounds the nesting of one stanza, and MaxName the length of a
@@ -63,6 +78,28 @@ const (
 	MaxSpace = 64 << 10
 )
 
+// MaxNSPerElement bounds the namespace declarations (xmlns and xmlns:p
+// attributes) of one element, and MaxNSInScope those in scope at once,
+// counting every open element of the stanza; past either the stream ends
+// (ErrTooManyNamespaces). encoding/xml has no such bound: a declaration
+// such as xmlns:p=” costs a few bytes and no attribute-value bytes, so
+// without them a stanza could hold any number of bindings.
+const (
+	MaxNSPerElement = 64
+	MaxNSInScope    = 1024
+)
+
+// MaxAttrs bounds the attributes of one element: past it the stream ends
+// (ErrStartTooLarge). AttrCost is what each attribute counts toward a
+// stanza's byte bound besides its name and value: names (element and
+// attribute, prefix and local part as written) count as their
+// bytes, where encoding/xml with wire.ReadElement counted only values and
+// character data, so that a million empty attributes are not read for free.
+const (
+	MaxAttrs = 256
+	AttrCost = 32
+)
+
 // SyntaxError is input that is not well-formed XML, or markup the stream
 // does not allow.
 type SyntaxError struct{ Msg string }
@@ -71,20 +108,33 @@ func (e *SyntaxError) Error() string { return "stanzaread: " + e.Msg }
 
 func syntax(msg string) error { return &SyntaxError{Msg: msg} }
 
-type binding struct{ prefix, uri string }
+// undo is one namespace declaration of an open element: what its prefix
+// was bound to before (had false: it was not bound).
+type undo struct {
+	prefix, old string
+	had         bool
+}
 
 // open is an element being read: its raw (prefixed) name, resolved name,
-// and the bindings in force outside it.
+// and the length of the undo stack outside it.
 type open struct {
 	prefix, local string
 	name          xml.Name
-	nbind         int
+	nundo         int
+	ndecl         int
 }
 
 // Reader reads stanzas. It is not safe for concurrent use.
 type Reader struct {
-	br                  *bufio.Reader
-	bind                []binding
+	br *bufio.Reader
+	// ns maps each prefix ("" for the default namespace) to the URI bound
+	// to it now; undo holds what the open elements' declarations
+	// replaced, so that leaving an element restores it. Lookup is one map
+	// access whatever the number of declarations. nsScope counts the
+	// declarations of the open elements.
+	ns                  map[string]string
+	undo                []undo
+	nsScope             int
 	streamPrefix        string
 	streamLocal         string
 	maxTokens, maxBytes int
@@ -97,19 +147,24 @@ type Reader struct {
 	attrs   []xml.Attr
 	ntok    int // tokens of the last stanza, for the next one's capacity
 	names   map[string]string
+	// valid holds short non-ASCII names found valid by nameDec.
+	valid   map[string]struct{}
+	nameDec *xml.Decoder
+	nameIn  *nameInput
 }
 
 // New returns a Reader of the stanzas that follow the stream header start
 // (as xml.Decoder.RawToken reports it: names not resolved) on br.
 func New(br *bufio.Reader, start xml.StartElement, maxTokens, maxBytes int) *Reader {
 	r := &Reader{br: br, streamPrefix: start.Name.Space, streamLocal: start.Name.Local,
-		maxTokens: maxTokens, maxBytes: maxBytes, names: make(map[string]string)}
+		maxTokens: maxTokens, maxBytes: maxBytes, names: make(map[string]string),
+		ns: make(map[string]string)}
 	for _, a := range start.Attr {
 		switch {
 		case a.Name.Space == "xmlns":
-			r.bind = append(r.bind, binding{a.Name.Local, a.Value})
+			r.ns[a.Name.Local] = a.Value
 		case a.Name.Space == "" && a.Name.Local == "xmlns":
-			r.bind = append(r.bind, binding{"", a.Value})
+			r.ns[""] = a.Value
 		}
 	}
 	return r
@@ -187,22 +242,56 @@ func (r *Reader) next() (wire.Element, error) {
 	}
 }
 
-// topText reads character data between stanzas, which must be whitespace.
+// topText reads character data between stanzas (with cdata, a CDATA
+// section's content), which must be whitespace: it fails at the first byte
+// that is not, and after MaxSpace bytes. Lengths are those of the decoded
+// text, as encoding/xml reports it ("\r\n" is one byte).
 func (r *Reader) topText(cdata bool) error {
-	data, over, err := r.text(r.scratch[:0], -1, cdata, MaxSpace)
-	if err != nil {
-		return err
-	}
-	r.scratch = data[:0]
-	if over {
-		return syntax("whitespace between stanzas too long")
-	}
-	for _, c := range data {
-		if c != ' ' && c != '\t' && c != '\r' && c != '\n' {
+	n := 0
+	var prev byte
+	var ent [utf8.UTFMax]byte
+	for {
+		b, err := r.getc()
+		if err != nil {
+			return err
+		}
+		switch {
+		case b == '<' && !cdata:
+			_ = r.br.UnreadByte()
+			return nil
+		case b == ']' && cdata:
+			for _, want := range []byte("]>") {
+				if b, err = r.getc(); err != nil {
+					return err
+				}
+				if b != want {
+					return syntax("character data between stanzas")
+				}
+			}
+			return nil
+		case b == '&' && !cdata:
+			dec, err := r.entity(ent[:0])
+			if err != nil {
+				return err
+			}
+			for _, c := range dec {
+				if !isSpace(c) {
+					return syntax("character data between stanzas")
+				}
+			}
+			n += len(dec)
+			b = 0
+		case b == '\n' && prev == '\r':
+		case isSpace(b):
+			n++
+		default:
 			return syntax("character data between stanzas")
 		}
+		if n > MaxSpace {
+			return syntax("whitespace between stanzas too long")
+		}
+		prev = b
 	}
-	return nil
 }
 
 // cdataOpen reads the rest of "<![CDATA[" after "<!"; anything else (a
@@ -342,9 +431,13 @@ func (r *Reader) stanza() (wire.Element, error) {
 }
 
 // tooLarge ends a stanza past the bounds: its start goes back now, its rest
-// is skipped by the next call.
+// is skipped by the next call. A <stream:error/> past them ends the stream
+// (ErrStreamErrorTooLarge): nothing may follow it.
 func (r *Reader) tooLarge(el wire.Element) (wire.Element, error) {
 	el.Inner = nil
+	if el.Start.Name.Space == NSStream {
+		return el, ErrStreamErrorTooLarge
+	}
 	if len(r.stack) > 0 {
 		r.skip = true
 	}
@@ -449,7 +542,16 @@ func (r *Reader) endTag() (xml.Name, error) {
 
 func (r *Reader) pop() {
 	top := r.stack[len(r.stack)-1]
-	r.bind = r.bind[:top.nbind]
+	for i := len(r.undo) - 1; i >= top.nundo; i-- {
+		u := r.undo[i]
+		if u.had {
+			r.ns[u.prefix] = u.old
+		} else {
+			delete(r.ns, u.prefix)
+		}
+	}
+	r.undo = r.undo[:top.nundo]
+	r.nsScope -= top.ndecl
 	r.stack = r.stack[:len(r.stack)-1]
 }
 
@@ -504,19 +606,67 @@ func (r *Reader) name() ([]byte, error) {
 		if c := n[0]; !('A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || c == '_' || c == ':') {
 			return nil, syntax("invalid XML name")
 		}
-	} else if !isNameSlow(n) {
+	} else if !r.isNameSlow(n) {
 		return nil, syntax("invalid XML name")
 	}
 	return n, nil
 }
 
 // isNameSlow checks a name with non-ASCII letters by encoding/xml's own
-// rule (XML 1.0 Appendix B), asking its decoder.
-func isNameSlow(n []byte) bool {
-	in := make([]byte, 0, len(n)+3)
-	in = append(append(append(in, '<'), n...), '/', '>')
-	_, err := xml.NewDecoder(bytes.NewReader(in)).RawToken()
-	return err == nil
+// rule (XML 1.0 Appendix B), asking its decoder: one decoder a Reader,
+// reused, and only for a name not seen before (valid keeps the short ones
+// found valid, as names keeps short names).
+func (r *Reader) isNameSlow(n []byte) bool {
+	if _, ok := r.valid[string(n)]; ok {
+		return true
+	}
+	if r.nameDec == nil {
+		r.nameIn = new(nameInput)
+		r.nameDec = xml.NewDecoder(r.nameIn)
+	}
+	r.nameIn.b = append(append(append(r.nameIn.b[:0], '<'), n...), '/', '>')
+	r.nameIn.i = 0
+	if _, err := r.nameDec.RawToken(); err != nil {
+		r.nameDec = nil // its error is sticky
+		return false
+	}
+	// The end of the empty element, which reads nothing.
+	if _, err := r.nameDec.RawToken(); err != nil {
+		r.nameDec = nil
+		return false
+	}
+	if len(n) <= maxCachedName && len(r.valid) < maxCached {
+		if r.valid == nil {
+			r.valid = make(map[string]struct{})
+		}
+		r.valid[string(n)] = struct{}{}
+	}
+	return true
+}
+
+// nameInput is the input of the name-checking decoder, refilled for each
+// name. It is an io.ByteReader, so the decoder reads it byte by byte and
+// never past the name's "/>".
+type nameInput struct {
+	b []byte
+	i int
+}
+
+func (in *nameInput) ReadByte() (byte, error) {
+	if in.i >= len(in.b) {
+		return 0, io.EOF
+	}
+	in.i++
+	return in.b[in.i-1], nil
+}
+
+func (in *nameInput) Read(p []byte) (int, error) {
+	if in.i >= len(in.b) {
+		return 0, io.EOF
+	}
+	n := copy(p, in.b[in.i:])
+	in.i += n
+	return n, nil
 }
 
 // nsname reads a qualified name: prefix and local part, the prefix empty
@@ -541,20 +691,29 @@ func (r *Reader) nsname() (prefix, local string, err error) {
 	return r.intern(n[:colon]), r.intern(n[colon+1:]), nil
 }
 
+// Names of at most maxCachedName bytes are kept in a cache of at most
+// maxCached entries, so that the strings of the names a session sees again
+// and again are made once: at most 256 KiB a session. A longer name is
+// rare and made each time.
+const (
+	maxCachedName = 64
+	maxCached     = 4096
+)
+
 func (r *Reader) intern(b []byte) string {
 	if s, ok := r.names[string(b)]; ok {
 		return s
 	}
 	s := string(b)
-	if len(r.names) < 4096 {
+	if len(r.names) < maxCached && len(s) <= maxCachedName {
 		r.names[s] = s
 	}
 	return s
 }
 
 // startTag reads a start tag, whose '<' has been read, pushes it, and
-// returns it resolved. budget bounds the bytes of its attribute values
-// kept; past it (n > budget) the values are checked but not kept, and
+// returns it resolved. budget bounds its cost (see AttrCost: names,
+// attribute values, AttrCost for each attribute) kept; past it (n > budget) the values are checked but not kept, and
 // without keep nothing is kept.
 func (r *Reader) startTag(budget int, keep bool) (st xml.StartElement, empty bool, n int, err error) {
 	if len(r.stack) >= MaxDepth {
@@ -567,6 +726,13 @@ func (r *Reader) startTag(budget int, keep bool) (st xml.StartElement, empty boo
 	r.scratch = r.scratch[:0]
 	r.offs = r.offs[:0]
 	raw := r.attrs[:0]
+	ndecl, nattr := 0, 0
+	// Names cost their bytes as written: prefix and local part.
+	n = len(prefix) + len(local)
+	if keep && n > budget {
+		keep = false
+		n = budget + 1
+	}
 	for {
 		b, err := r.space()
 		if err != nil {
@@ -591,6 +757,15 @@ func (r *Reader) startTag(budget int, keep bool) (st xml.StartElement, empty boo
 		if err != nil {
 			return st, false, 0, err
 		}
+		if nattr++; nattr > MaxAttrs {
+			return st, false, 0, ErrStartTooLarge
+		}
+		if ap == "xmlns" || ap == "" && al == "xmlns" {
+			ndecl++
+			if ndecl > MaxNSPerElement || r.nsScope+ndecl > MaxNSInScope {
+				return st, false, 0, ErrTooManyNamespaces
+			}
+		}
 		if b, err = r.space(); err != nil {
 			return st, false, 0, err
 		}
@@ -605,11 +780,17 @@ func (r *Reader) startTag(budget int, keep bool) (st xml.StartElement, empty boo
 			return st, false, 0, syntax("unquoted or missing attribute value in element")
 		}
 		var over bool
+		if keep {
+			n += len(ap) + len(al) + AttrCost
+			over = n > budget
+		}
 		limit := budget - n
-		if !keep {
+		if !keep || over {
 			limit = 0
 		}
-		r.scratch, over, err = r.text(r.scratch, int(q), false, limit)
+		var overText bool
+		r.scratch, overText, err = r.text(r.scratch, int(q), false, limit)
+		over = over || overText
 		if err != nil {
 			return st, false, 0, err
 		}
@@ -631,7 +812,7 @@ func (r *Reader) startTag(budget int, keep bool) (st xml.StartElement, empty boo
 	} else {
 		raw = nil
 	}
-	o := open{prefix: prefix, local: local, nbind: len(r.bind)}
+	o := open{prefix: prefix, local: local, nundo: len(r.undo), ndecl: ndecl}
 	if keep && len(raw) > 0 {
 		vals := string(r.scratch)
 		prev := 0
@@ -641,12 +822,13 @@ func (r *Reader) startTag(budget int, keep bool) (st xml.StartElement, empty boo
 		}
 	}
 	r.scratch = r.scratch[:0]
+	r.nsScope += ndecl
 	for _, a := range raw {
 		switch {
 		case a.Name.Space == "xmlns":
-			r.bind = append(r.bind, binding{a.Name.Local, a.Value})
+			r.bindNS(a.Name.Local, a.Value)
 		case a.Name.Space == "" && a.Name.Local == "xmlns":
-			r.bind = append(r.bind, binding{"", a.Value})
+			r.bindNS("", a.Value)
 		}
 	}
 	o.name = r.translate(xml.Name{Space: prefix, Local: local}, true)
@@ -670,13 +852,17 @@ func (r *Reader) translate(n xml.Name, elem bool) xml.Name {
 	case n.Space == "" && n.Local == "xmlns":
 		return n
 	}
-	for i := len(r.bind) - 1; i >= 0; i-- {
-		if r.bind[i].prefix == n.Space {
-			n.Space = r.bind[i].uri
-			return n
-		}
+	if uri, ok := r.ns[n.Space]; ok {
+		n.Space = uri
 	}
 	return n
+}
+
+// bindNS binds prefix to uri until the element being read ends.
+func (r *Reader) bindNS(prefix, uri string) {
+	old, had := r.ns[prefix]
+	r.undo = append(r.undo, undo{prefix: prefix, old: old, had: had})
+	r.ns[prefix] = uri
 }
 
 // text reads character data, appending it decoded to dst: up to '<' (quote

@@ -67,14 +67,55 @@ func tokStr(t xml.Token) string {
 	return fmt.Sprintf("?%T", t)
 }
 
-// strict refuses what mellium's stream reader refused at any depth.
-type strict struct{ d *xml.Decoder }
+// strict refuses what mellium's stream reader refused at any depth, and
+// what stanzaread refuses past its own bounds, which encoding/xml does not
+// have: namespace declarations per element and in scope.
+type strict struct {
+	d *xml.Decoder
+	// raw reads the same input with RawToken, a start tag behind d, for
+	// the names as written; cost is the last start tag's (startCost).
+	raw  *xml.Decoder
+	cost *int
+	// decls holds the namespace declarations of each open element.
+	decls *[]int
+}
 
 func (s strict) Token() (xml.Token, error) {
 	tok, err := s.d.Token()
-	switch tok.(type) {
+	switch t := tok.(type) {
 	case xml.Comment, xml.ProcInst, xml.Directive:
 		return nil, errors.New("refused token")
+	case xml.StartElement:
+		n, scope := 0, 0
+		for _, a := range t.Attr {
+			if a.Name.Space == "xmlns" || a.Name.Space == "" && a.Name.Local == "xmlns" {
+				n++
+			}
+		}
+		for _, d := range *s.decls {
+			scope += d
+		}
+		if n > stanzaread.MaxNSPerElement || scope+n > stanzaread.MaxNSInScope {
+			return nil, errors.New("too many namespace declarations")
+		}
+		if len(t.Attr) > stanzaread.MaxAttrs {
+			return nil, errors.New("too many attributes")
+		}
+		*s.decls = append(*s.decls, n)
+		for {
+			rt, rerr := s.raw.RawToken()
+			if rerr != nil {
+				panic(rerr)
+			}
+			if st, ok := rt.(xml.StartElement); ok {
+				*s.cost = startCost(st)
+				break
+			}
+		}
+	case xml.EndElement:
+		if len(*s.decls) > 0 {
+			*s.decls = (*s.decls)[:len(*s.decls)-1]
+		}
 	}
 	return tok, err
 }
@@ -86,7 +127,11 @@ func oracle(input []byte, maxTokens, maxBytes int) []event {
 	if _, err := d.Token(); err != nil {
 		panic(err)
 	}
-	r := strict{d}
+	raw := xml.NewDecoder(io.MultiReader(strings.NewReader(header), bytes.NewReader(input)))
+	if _, err := raw.RawToken(); err != nil {
+		panic(err)
+	}
+	r := strict{d: d, decls: new([]int), raw: raw, cost: new(int)}
 	var out []event
 	for {
 		tok, err := r.Token()
@@ -108,20 +153,16 @@ func oracle(input []byte, maxTokens, maxBytes int) []event {
 				if t.Name.Local != "error" {
 					return append(out, event{kind: "fail", err: errors.New("stream element")})
 				}
-				el, err := wire.ReadElement(r, t, maxTokens, maxBytes)
+				el, err := readElement(r, t, maxTokens, maxBytes)
 				if err != nil {
 					return append(out, event{kind: "fail", err: err})
 				}
 				return append(out, event{kind: "streamerror", el: el})
 			}
-			n := 0
-			for _, a := range t.Attr {
-				n += len(a.Value)
-			}
-			if n > maxBytes {
+			if *r.cost > maxBytes {
 				return append(out, event{kind: "fail", err: errors.New("start too large")})
 			}
-			el, err := wire.ReadElement(r, t, maxTokens, maxBytes)
+			el, err := readElement(r, t, maxTokens, maxBytes)
 			if errors.Is(err, wire.ErrTooLarge) {
 				out = append(out, event{kind: "large", el: wire.Element{Start: el.Start}})
 				depth := 0
@@ -151,6 +192,47 @@ func oracle(input []byte, maxTokens, maxBytes int) []event {
 				return append(out, event{kind: "fail", err: err})
 			}
 			out = append(out, event{kind: "el", el: el})
+		}
+	}
+}
+
+// startCost is what a start tag, as RawToken reads it, counts toward a
+// stanza's byte bound in stanzaread: wire.ReadElement counted attribute
+// values only, stanzaread counts names as written too, and
+// stanzaread.AttrCost for each attribute.
+func startCost(t xml.StartElement) int {
+	n := len(t.Name.Space) + len(t.Name.Local)
+	for _, a := range t.Attr {
+		n += len(a.Name.Space) + len(a.Name.Local) + stanzaread.AttrCost + len(a.Value)
+	}
+	return n
+}
+
+// readElement is wire.ReadElement with start tags costed by startCost.
+func readElement(r strict, start xml.StartElement, maxTokens, maxBytes int) (wire.Element, error) {
+	el := wire.Element{Start: start.Copy()}
+	depth, size := 0, 0
+	for {
+		tok, err := r.Token()
+		if err != nil {
+			return el, err
+		}
+		tok = xml.CopyToken(tok)
+		switch t := tok.(type) {
+		case xml.StartElement:
+			depth++
+			size += *r.cost
+		case xml.EndElement:
+			if depth == 0 {
+				return el, nil
+			}
+			depth--
+		case xml.CharData:
+			size += len(t)
+		}
+		el.Inner = append(el.Inner, tok)
+		if len(el.Inner) > maxTokens || size > maxBytes {
+			return el, wire.ErrTooLarge
 		}
 	}
 }
@@ -217,6 +299,7 @@ var seeds = []string{
 	` <presence/>  </stream:stream>`,
 	`<stream:error><conflict xmlns='urn:ietf:params:xml:ns:xmpp-streams'/></stream:error>`,
 	`<stream:features/>`,
+	"<stream:error><text>" + strings.Repeat("x", 300) + "</text></stream:error><message/>",
 	`<message><!-- c --></message>`,
 	`<?xml version='1.0'?><message/>`,
 	`<!DOCTYPE x><message/>`,
