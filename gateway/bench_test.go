@@ -1,15 +1,12 @@
 package gateway_test
 
 import (
+	"agentgw/config"
 	"bytes"
-	"context"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
-
-	"agentgw/db"
 )
 
 // BenchmarkEndpointInfo measures the gateway alone: one endpoint disco#info
@@ -86,30 +83,7 @@ func BenchmarkFlood(b *testing.B) {
 // startUnlimited is start without the per-sender rate limit.
 func startUnlimited(t testing.TB) *env {
 	t.Helper()
-	srv := newFakeServer(t)
-	cfg := testConfig(t, srv.ln.Addr().String(), "")
-	cfg.RateLimit = 0
-	// All 64 senders share one domain: without this most answers were
-	// the domain limit's <resource-constraint/>.
-	cfg.DomainRateLimit = 0
-	store, err := db.Open(context.Background(), filepath.Join(t.TempDir(), "gw.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	gw := newGateway(cfg, store)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- gw.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
-	srv.accept()
-	wctx, wcancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer wcancel()
-	if err := gw.WaitConnected(wctx); err != nil {
-		t.Fatal(err)
-	}
-	return &env{t: t, srv: srv, gw: gw, store: store, cfg: cfg, done: done}
+	// All 64 senders share one domain: without lifting the domain limit
+	// most answers were its <resource-constraint/>.
+	return startWith(t, func(c *config.Config) { c.RateLimit, c.DomainRateLimit = 0, 0 })
 }

@@ -1,14 +1,10 @@
 package gateway_test
 
 import (
-	"context"
 	"fmt"
-	"path/filepath"
 	"testing"
-	"time"
 
 	"agentgw/config"
-	"agentgw/db"
 )
 
 // startWith is start with the configuration edited before the gateway is
@@ -18,26 +14,9 @@ func startWith(t testing.TB, edit func(*config.Config)) *env {
 	srv := newFakeServer(t)
 	cfg := testConfig(t, srv.ln.Addr().String(), "")
 	edit(cfg)
-	store, err := db.Open(context.Background(), filepath.Join(t.TempDir(), "gw.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	gw := newGateway(cfg, store)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- gw.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
-	srv.accept()
-	wctx, wcancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer wcancel()
-	if err := gw.WaitConnected(wctx); err != nil {
-		t.Fatal(err)
-	}
-	return &env{t: t, srv: srv, gw: gw, store: store, cfg: cfg, done: done}
+	e := launch(t, srv, cfg)
+	waitUp(t, e.gw)
+	return e
 }
 
 // domainBurst is the domain budget of these tests; its refill (one token

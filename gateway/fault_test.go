@@ -91,17 +91,7 @@ func TestWriteTimeoutDropsStream(t *testing.T) {
 	gw := newGateway(cfg, store)
 	gw.SetWriteTimeout(faultWriteTimeout)
 	gw.SetDialer(pl.dial)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- gw.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			t.Error("Run did not return after cancel")
-		}
-	})
+	runGateway(t, context.Background(), gw)
 	srv.accept()
 	waitUp(t, gw)
 
@@ -176,7 +166,7 @@ func TestAcceptedUnsentStillDispatched(t *testing.T) {
 	}
 }
 
-func waitUp(t *testing.T, gw *gateway.Gateway) {
+func waitUp(t testing.TB, gw *gateway.Gateway) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -185,7 +175,7 @@ func waitUp(t *testing.T, gw *gateway.Gateway) {
 	}
 }
 
-func openStore(t *testing.T) *db.Store {
+func openStore(t testing.TB) *db.Store {
 	t.Helper()
 	store, err := db.Open(context.Background(), filepath.Join(t.TempDir(), "gw.db"))
 	if err != nil {

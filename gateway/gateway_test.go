@@ -233,16 +233,30 @@ func register(t testing.TB, store *db.Store, local, title string, activate bool)
 func start(t testing.TB, extra string) *env {
 	t.Helper()
 	srv := newFakeServer(t)
-	cfg := testConfig(t, srv.ln.Addr().String(), extra)
-	store, err := db.Open(context.Background(), filepath.Join(t.TempDir(), "gw.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
+	e := launch(t, srv, testConfig(t, srv.ln.Addr().String(), extra))
+	waitUp(t, e.gw)
+	return e
+}
+
+// launch runs a gateway with cfg and a store of its own against srv until
+// the test ends, and accepts its stream; it does not wait for the
+// handshake.
+func launch(t testing.TB, srv *fakeServer, cfg *config.Config) *env {
+	t.Helper()
+	store := openStore(t)
 	gw := newGateway(cfg, store)
-	ctx, cancel := context.WithCancel(context.Background())
+	done := runGateway(t, context.Background(), gw)
+	srv.accept()
+	return &env{t: t, srv: srv, gw: gw, store: store, cfg: cfg, done: done}
+}
+
+// runGateway runs gw until the test ends, and then waits (5 s at most)
+// for Run to return; the channel carries what Run returned.
+func runGateway(t testing.TB, ctx context.Context, gw *gateway.Gateway) chan error {
+	t.Helper()
+	rctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- gw.Run(ctx) }()
+	go func() { done <- gw.Run(rctx) }()
 	t.Cleanup(func() {
 		cancel()
 		select {
@@ -251,13 +265,7 @@ func start(t testing.TB, extra string) *env {
 			t.Error("Run did not return after cancel")
 		}
 	})
-	srv.accept()
-	wctx, wcancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer wcancel()
-	if err := gw.WaitConnected(wctx); err != nil {
-		t.Fatal(err)
-	}
-	return &env{t: t, srv: srv, gw: gw, store: store, cfg: cfg, done: done}
+	return done
 }
 
 const (

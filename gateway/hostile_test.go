@@ -7,7 +7,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"agentgw/db"
 	"agentgw/internal/testclock"
@@ -72,23 +71,9 @@ func startHostile(t *testing.T, policy string) (*env, *manifest.Manifest) {
 	if err := svc.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	rctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- gw.Run(rctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			t.Error("Run did not return after cancel")
-		}
-	})
+	done := runGateway(t, ctx, gw)
 	srv.accept()
-	wctx, wcancel := context.WithTimeout(ctx, 5*time.Second)
-	defer wcancel()
-	if err := gw.WaitConnected(wctx); err != nil {
-		t.Fatal(err)
-	}
+	waitUp(t, gw)
 	return &env{t: t, srv: srv, gw: gw, store: store, cfg: cfg, done: done}, man
 }
 

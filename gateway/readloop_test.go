@@ -1,14 +1,9 @@
 package gateway_test
 
 import (
-	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	"agentgw/db"
 )
 
 // startEarly is start with early written by the server in the same write
@@ -17,26 +12,7 @@ func startEarly(t *testing.T, early string) *env {
 	t.Helper()
 	srv := newFakeServer(t)
 	srv.early = early
-	cfg := testConfig(t, srv.ln.Addr().String(), "")
-	store, err := db.Open(context.Background(), filepath.Join(t.TempDir(), "gw.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	gw := newGateway(cfg, store)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- gw.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			t.Error("Run did not return after cancel")
-		}
-	})
-	srv.accept()
-	return &env{t: t, srv: srv, gw: gw, store: store, cfg: cfg, done: done}
+	return launch(t, srv, testConfig(t, srv.ln.Addr().String(), ""))
 }
 
 // TestStanzaWithHandshakeAnswer: stanzas that arrive in the same segment as

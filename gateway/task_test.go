@@ -103,23 +103,9 @@ func startTasksOn(t *testing.T, srv *fakeServer, setup func(*gateway.Gateway)) *
 		setup(gw)
 	}
 
-	rctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- gw.Run(rctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			t.Error("Run did not return after cancel")
-		}
-	})
+	done := runGateway(t, ctx, gw)
 	srv.accept()
-	wctx, wcancel := context.WithTimeout(ctx, 5*time.Second)
-	defer wcancel()
-	if err := gw.WaitConnected(wctx); err != nil {
-		t.Fatal(err)
-	}
+	waitUp(t, gw)
 	te.env = &env{t: t, srv: srv, gw: gw, store: store, cfg: cfg, done: done}
 	return te
 }
