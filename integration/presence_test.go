@@ -38,6 +38,15 @@ func registerAgent(t *testing.T, local, extra string) string {
 		t.Fatalf("register %s: %v %s", ep, err, out)
 	}
 	t.Cleanup(func() { endpointCLI(t, "deactivate", ep) })
+	// The running gateway answers from its in-memory copy, which takes a
+	// write of another process (this CLI) within db's memRecheck, 250 ms:
+	// a query at once may still find the endpoint missing (TestVCard did,
+	// once in CI). Wait until a local user sees it.
+	c := login(t, "alice", harness.HomeDomain)
+	waitFor(t, func() (wire.Element, bool) {
+		el, _ := iq(t, c, "get", ep, discoInfo)
+		return el, attr(el, "type") == "result"
+	})
 	return ep
 }
 
