@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"encoding/xml"
-	"errors"
 	"fmt"
 	"net"
 	"sort"
@@ -15,7 +14,6 @@ import (
 	"agentgw/surface"
 	"agentgw/wire"
 
-	"mellium.im/xmlstream"
 	"mellium.im/xmpp"
 	"mellium.im/xmpp/jid"
 	"mellium.im/xmpp/stanza"
@@ -56,22 +54,6 @@ func (s *session) lastIn() time.Time { return time.Unix(0, s.lastNS.Load()) }
 // Request is one inbound IQ get or set, as handlers see it: the one
 // request type of every surface. route sets its Policy.
 type Request = surface.Request
-
-// handler is what Serve calls for every top-level element. It only buffers
-// and dispatches: mellium's Serve ends the stream if a handler returns an
-// error, so only I/O errors are returned.
-func (s *session) handler() xmpp.Handler {
-	return xmpp.HandlerFunc(func(t xmlstream.TokenReadEncoder, start *xml.StartElement) error {
-		s.touch()
-		el, err := wire.ReadElement(t, *start, maxStanzaTokens, maxStanzaBytes)
-		tooLarge := errors.Is(err, wire.ErrTooLarge)
-		if err != nil && !tooLarge {
-			return err
-		}
-		s.dispatch(el, tooLarge)
-		return nil
-	})
-}
 
 // nsComponent is the component stream's namespace (XEP-0114), the only
 // one its stanzas are in.

@@ -14,11 +14,6 @@ import (
 	"mellium.im/xmpp/stream"
 )
 
-// ownReader chooses the read loop: stanzaread on traceConn's buffer
-// (readLoop) rather than mellium's Serve over encoding/xml. mellium still
-// negotiates the stream and writes every stanza.
-const ownReader = true
-
 // streamHeader returns the server's stream header as xml.Decoder.RawToken
 // reads it (names not resolved) from the first bytes the stream gave, and
 // stops keeping them. Only the reading goroutine calls it.

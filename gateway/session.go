@@ -87,12 +87,12 @@ func (g *Gateway) connectAndServe(ctx context.Context) error {
 
 // serve runs the read loop and the keepalive on an established session and
 // cleans up after it: pending outgoing IQs fail, and the state flips back.
-func (g *Gateway) serve(ctx context.Context, sess *xmpp.Session, conn net.Conn) error {
+func (g *Gateway) serve(ctx context.Context, sess *xmpp.Session, conn *traceConn) error {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s := &session{g: g, sess: sess, ctx: sctx, conn: conn, broken: make(chan struct{}),
 		quickQ: make(chan func(), quickReplies), jobs: make(chan *Request)}
-	s.out, _ = conn.(*traceConn)
+	s.out = conn
 	s.memCtx = db.MemoryOnly(sctx)
 	s.touch()
 	go s.quickSender()
@@ -107,11 +107,7 @@ func (g *Gateway) serve(ctx context.Context, sess *xmpp.Session, conn net.Conn) 
 	g.log.Info("component stream up", "domain", g.domain.String(), "server", g.opts.Server)
 
 	done := make(chan error, 1)
-	if ownReader && s.out != nil {
-		go func() { done <- s.readLoop() }()
-	} else {
-		go func() { done <- sess.Serve(s.handler()) }()
-	}
+	go func() { done <- s.readLoop() }()
 	go s.keepalive(g.opts.PingInterval, g.opts.PingTimeout, conn)
 	go s.releaseWhenIdle(idleRelease, releaseMemory)
 
