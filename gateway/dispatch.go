@@ -81,8 +81,9 @@ func (s *session) dispatch(el wire.Element, tooLarge bool) {
 	}
 }
 
-// stanzaAddrs parses the addressing of an inbound stanza. mellium blanks a
-// 'from' equal to our own domain, so an empty 'from' is the domain itself.
+// stanzaAddrs parses the addressing of an inbound stanza. An empty 'from'
+// is the domain itself, as it was under mellium's reader, which blanked a
+// 'from' equal to our own domain; ours passes it on as sent.
 // A stanza with no 'from' attribute at all is not ok: the server stamps
 // every stanza it routes to a component, so one without is not from
 // anyone we could authorize, answer or rate-limit.

@@ -10,7 +10,6 @@ import (
 	"agentgw/wire"
 	"agentgw/wire/stanzaread"
 
-	"mellium.im/xmpp/stanza"
 	"mellium.im/xmpp/stream"
 )
 
@@ -44,10 +43,6 @@ func (s *session) readLoop() error {
 		return s.endStream(err)
 	}
 	r := stanzaread.New(s.out.reader(), start, maxStanzaTokens, maxStanzaBytes)
-	// mellium blanked a 'from' equal to our own domain on every stanza in
-	// the stream's namespace (stanzaAddrs relies on it).
-	local := s.sess.LocalAddr().Bare().String()
-	ns := s.sess.In().XMLNS
 	for {
 		el, err := r.Next()
 		tooLarge := errors.Is(err, wire.ErrTooLarge)
@@ -62,16 +57,6 @@ func (s *session) readLoop() error {
 			return s.endStream(err)
 		}
 		s.touch()
-		if stanza.Is(el.Start.Name, ns) {
-			for i, a := range el.Start.Attr {
-				if a.Name.Local == "from" {
-					if a.Value == local {
-						el.Start.Attr[i].Value = ""
-					}
-					break
-				}
-			}
-		}
 		s.dispatch(el, tooLarge)
 	}
 }
