@@ -71,7 +71,7 @@ func FuzzToolArgs(f *testing.F) {
 // A contact URI parses back to what ContactURI made of it, and a message
 // id is ours (32 lower-case hex digits) or refused.
 func FuzzResourceURI(f *testing.F) {
-	for _, s := range []string{"xmpp:bob@example.org", "xmpp:a%23b@example.org", "xmpp:%", "xmpp:a@b/c", "mid:0123456789abcdef0123456789abcdef", "MID:x", "mid:", "xmpp:%zz@x"} {
+	for _, s := range []string{"xmpp:bob@example.org", "xmpp:a%23b@example.org", "xmpp:%", "xmpp:a@b/c", "mid:0123456789abcdef0123456789abcdef", "MID:x", "mid:", "xmpp:%zz@x", "xmpp:..", "xmpp:a@.."} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, uri string) {

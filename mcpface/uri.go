@@ -58,7 +58,14 @@ func ParseContactURI(uri string) (string, bool) {
 	if err != nil || j.Resourcepart() != "" {
 		return "", false
 	}
-	return j.Bare().String(), true
+	// mellium drops one trailing dot of the domain, so "xmpp:.." parses
+	// to the domain "." that no longer parses: a JID that does not parse
+	// back to itself names no contact.
+	bare := j.Bare().String()
+	if again, err := jid.Parse(bare); err != nil || again.String() != bare {
+		return "", false
+	}
+	return bare, true
 }
 
 // MessageURI is the mid: URI of a queued message.
