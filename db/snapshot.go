@@ -110,6 +110,29 @@ func (s *Store) snapshot(ctx context.Context) (*memIndex, error) {
 	return idx, nil
 }
 
+// View names the state the hot reads answer from: the in-memory index as
+// of one search generation. Two calls of MemoryView that return the same
+// View saw the same endpoints, versions and directory, so an answer read
+// from memory under one View holds for as long as MemoryView returns it
+// (the gateway's answer memo keeps answers by it). The zero View is none.
+type View struct{ idx *memIndex }
+
+// MemoryView returns the View the hot reads would answer from now, under
+// the same freshness as theirs: checked against the store's search
+// generation within memRecheck and since this Store's last write. Under a
+// MemoryOnly context it fails with ErrWouldBlock where they would, and for
+// a store whose hot reads ask SQLite.
+func (s *Store) MemoryView(ctx context.Context) (View, error) {
+	idx, err := s.snapshot(ctx)
+	if err != nil {
+		return View{}, err
+	}
+	if idx == nil {
+		return View{}, ErrWouldBlock
+	}
+	return View{idx}, nil
+}
+
 // errNoActiveSummary is the memory path's not-found: made once, so that a
 // missing endpoint costs no allocation more than a present one does.
 var errNoActiveSummary = fmt.Errorf("db: no active version: %w", ErrNotFound)

@@ -158,3 +158,44 @@ func TestMemoryOnly(t *testing.T) {
 		t.Fatalf("deactivated: %v, want ErrNotFound", err)
 	}
 }
+
+// TestMemoryView: the View stays while nothing the hot reads answer from
+// changes, moves
+// with a change to the endpoints, and under MemoryOnly is not given until
+// the store has been asked after its own write; a store whose hot reads
+// ask SQLite has none.
+func TestMemoryView(t *testing.T) {
+	ctx := context.Background()
+	mem := db.MemoryOnly(ctx)
+	path := filepath.Join(t.TempDir(), "agentgw.db")
+	s, _ := openAt(t, path)
+	mustRegister(t, s, manifest("a@agents.example", "1.0", "a", "A"))
+	mustActivate(t, s, "a@agents.example", "1.0")
+	if _, err := s.MemoryView(mem); !errors.Is(err, db.ErrWouldBlock) {
+		t.Fatalf("right after a write, under MemoryOnly: %v", err)
+	}
+	v1, err := s.MemoryView(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := s.MemoryView(mem); err != nil || v != v1 {
+		t.Fatalf("unchanged: %v, same %v", err, v == v1)
+	}
+	mustRegister(t, s, manifest("b@agents.example", "1.0", "b", "B"))
+	mustActivate(t, s, "b@agents.example", "1.0")
+	v2, err := s.MemoryView(ctx)
+	if err != nil || v2 == v1 {
+		t.Fatalf("after a new endpoint: %v, moved %v", err, v2 != v1)
+	}
+	if err := s.Deactivate(ctx, "a@agents.example"); err != nil {
+		t.Fatal(err)
+	}
+	if v3, err := s.MemoryView(ctx); err != nil || v3 == v2 {
+		t.Fatalf("after a deactivation: %v, moved %v", err, v3 != v2)
+	}
+	sql, _ := openAt(t, path)
+	db.SQLSearchOnly(sql)
+	if _, err := sql.MemoryView(ctx); !errors.Is(err, db.ErrWouldBlock) {
+		t.Fatalf("SQL only: %v", err)
+	}
+}

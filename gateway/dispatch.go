@@ -46,6 +46,9 @@ type session struct {
 	wmu sync.Mutex
 	// jids are the read loop's parsed addresses (stanzaAddrs).
 	jids jidCache
+	// memo is the read loop's kept answers (memo.go); nil until the first
+	// and after an idle release.
+	memo atomic.Pointer[memoMap]
 }
 
 func (s *session) touch()            { s.lastNS.Store(time.Now().UnixNano()) }
@@ -159,6 +162,16 @@ func parseJID(s string) (jid.JID, bool) {
 }
 
 func (s *session) dispatchIQ(el wire.Element, tooLarge bool) {
+	// A repeated read is answered from the memo (memo.go) before anything
+	// else is worked out.
+	var k memoKey
+	memoable := false
+	if !tooLarge {
+		var id string
+		if k, id, memoable = memoKeyOf(el); memoable && s.answerKept(k, id) {
+			return
+		}
+	}
 	from, to, id, typ, ok := s.stanzaAddrs(el.Start)
 	if !ok {
 		s.g.log.Debug("dropping IQ with unusable addresses")
@@ -191,7 +204,7 @@ func (s *session) dispatchIQ(el wire.Element, tooLarge bool) {
 		s.reject(req, surface.ErrResourceConstraint)
 		return
 	}
-	if s.answerFromMemory(req) {
+	if s.answerFromMemory(req, k, memoable) {
 		return
 	}
 	// A warm worker if one is idle: its stack has already grown to what a

@@ -65,9 +65,18 @@ var fastAnswers atomic.Int64
 
 // answerFromMemory answers req on the read loop if it is a hot read that
 // the store can answer from memory, and reports whether it did.
-func (s *session) answerFromMemory(req *Request) (answered bool) {
+//
+// The answer to a read the memo may keep (memo.go; memoable, under key
+// k) is kept for the next time.
+func (s *session) answerFromMemory(req *Request, k memoKey, memoable bool) (answered bool) {
 	if !fastIQs[iqKey{req.Type, req.Payload.Start.Name}] {
 		return false
+	}
+	// Read before the answer is, so that a change landing meanwhile only
+	// makes the kept answer stale (memo.go).
+	var st memoState
+	if memoable {
+		st, memoable = s.memoState()
 	}
 	defer func() {
 		// A bug in one handler must not take the gateway down.
@@ -84,6 +93,12 @@ func (s *session) answerFromMemory(req *Request) (answered bool) {
 	}
 	metrics.IQ(req.Payload.Start.Name.Space, err, time.Since(start))
 	fastAnswers.Add(1)
+	if memoable {
+		if e := s.memoize(k, st, req, payload, err); e != nil {
+			s.writeMemo(e, req.ID)
+			return true
+		}
+	}
 	if err != nil {
 		s.replyError(req, err)
 		return true

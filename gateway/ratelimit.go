@@ -79,11 +79,30 @@ func (l *limiter) allow(key string, now time.Time) bool {
 // its bare JID's bucket, then from its domain's. A sender over its own
 // limit does not spend its domain's budget.
 func (g *Gateway) allowSender(from jid.JID, now time.Time) bool {
+	return g.allow(g.senderOf(from), now)
+}
+
+// sender is a stanza's sender as the rate limits key it, for a caller
+// that keys the same sender many times over (the answer memo).
+type sender struct {
+	self         bool // the gateway's own domain, never limited
+	bare, domain string
+}
+
+func (g *Gateway) senderOf(from jid.JID) sender {
 	if from.Equal(g.domain) {
+		return sender{self: true}
+	}
+	return sender{bare: from.Bare().String(), domain: from.Domainpart()}
+}
+
+// allow is allowSender for a sender keyed already.
+func (g *Gateway) allow(s sender, now time.Time) bool {
+	if s.self {
 		return true
 	}
-	if !g.limiter.allow(from.Bare().String(), now) {
+	if !g.limiter.allow(s.bare, now) {
 		return false
 	}
-	return g.domainLimiter.allow(from.Domainpart(), now)
+	return g.domainLimiter.allow(s.domain, now)
 }

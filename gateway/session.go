@@ -109,7 +109,11 @@ func (g *Gateway) serve(ctx context.Context, sess *xmpp.Session, conn *traceConn
 	done := make(chan error, 1)
 	go func() { done <- s.readLoop() }()
 	go s.keepalive(g.opts.PingInterval, g.opts.PingTimeout, conn)
-	go s.releaseWhenIdle(idleRelease, releaseMemory)
+	go s.releaseWhenIdle(idleRelease, func() {
+		// The kept answers go first, so that the collection frees them.
+		s.dropMemo()
+		releaseMemory()
+	})
 
 	var err error
 	select {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"regexp"
 	"runtime"
+	"sync/atomic"
 	"time"
 
 	"mellium.im/xmpp/stanza"
@@ -88,21 +89,46 @@ func RegisterIQKind(ns, kind string) {
 // handler's error (nil for a result). took < 0 records no latency: the
 // request was refused before any handler took it up.
 func IQ(ns string, err error, took time.Duration) {
+	kind, outcome := iqLabels(ns, err)
+	IQRequests.Inc(kind, outcome)
+	if took >= 0 {
+		IQDuration.Observe(took.Seconds(), kind)
+	}
+}
+
+func iqLabels(ns string, err error) (kind, outcome string) {
 	kind, ok := iqKinds[ns]
 	if !ok {
 		kind = "other"
 	}
-	outcome := "result"
+	outcome = "result"
 	if err != nil {
 		outcome = string(stanza.InternalServerError)
 		if c := condition(err); c != "" {
 			outcome = c
 		}
 	}
-	IQRequests.Inc(kind, outcome)
-	if took >= 0 {
-		IQDuration.Observe(took.Seconds(), kind)
-	}
+	return kind, outcome
+}
+
+// IQSeries is IQ with its series found once: for an answer given many
+// times over (the gateway's answer memo), recording it is then two atomic
+// adds and a bucket's, without a lookup.
+type IQSeries struct {
+	requests *atomic.Uint64
+	duration *histSeries
+}
+
+// IQSeriesOf returns the series IQ(ns, err, …) records in.
+func IQSeriesOf(ns string, err error) IQSeries {
+	kind, outcome := iqLabels(ns, err)
+	return IQSeries{requests: IQRequests.seriesOf([]string{kind, outcome}), duration: IQDuration.seriesOf([]string{kind})}
+}
+
+// Observe records one answer that took took, as IQ does.
+func (s IQSeries) Observe(took time.Duration) {
+	s.requests.Add(1)
+	IQDuration.observe(s.duration, took.Seconds())
 }
 
 // condition is the stanza error condition err is or wraps, or "". A chain

@@ -44,7 +44,12 @@ func NewCounter(name, help string, labels ...string) *Counter {
 
 // Add adds n to the series of the label values (one per label name).
 func (c *Counter) Add(n uint64, values ...string) {
-	c.series.get(values, func() *atomic.Uint64 { return new(atomic.Uint64) }).Add(n)
+	c.seriesOf(values).Add(n)
+}
+
+// seriesOf is the series of the label values, made if it is new.
+func (c *Counter) seriesOf(values []string) *atomic.Uint64 {
+	return c.series.get(values, func() *atomic.Uint64 { return new(atomic.Uint64) })
 }
 
 // Inc adds one.
@@ -90,7 +95,16 @@ func NewHistogram(name, help string, bounds []float64, labels ...string) *Histog
 
 // Observe records v in the series of the label values.
 func (h *Histogram) Observe(v float64, values ...string) {
-	s := h.series.get(values, func() *histSeries { return &histSeries{buckets: make([]atomic.Uint64, len(h.bounds))} })
+	h.observe(h.seriesOf(values), v)
+}
+
+// seriesOf is the series of the label values, made if it is new.
+func (h *Histogram) seriesOf(values []string) *histSeries {
+	return h.series.get(values, func() *histSeries { return &histSeries{buckets: make([]atomic.Uint64, len(h.bounds))} })
+}
+
+// observe records v in s, a series of h.
+func (h *Histogram) observe(s *histSeries, v float64) {
 	if i, _ := slices.BinarySearch(h.bounds, v); i < len(h.bounds) {
 		s.buckets[i].Add(1)
 	}

@@ -1,0 +1,248 @@
+package gateway
+
+import (
+	"encoding/xml"
+	"sync/atomic"
+	"time"
+
+	"agentgw/chat"
+	"agentgw/db"
+	"agentgw/metrics"
+	"agentgw/policy"
+	"agentgw/surface"
+	"agentgw/taskd"
+	"agentgw/wire"
+
+	"mellium.im/xmpp/jid"
+	"mellium.im/xmpp/stanza"
+)
+
+// The read loop's memo of hot answers. A requester repeats itself: a
+// client asks an endpoint's disco#info on every connect and every caps
+// change, a directory client pings. The fast path (fastpath.go) answers
+// such a read from memory, but still routes it, decides its visibility,
+// reads the summary, gathers the feature lists and finds the built answer:
+// after the 2-4 ms of sleep between two requests that is the better part
+// of the gateway's cost per IQ, most of it in cache misses (issue 26).
+// The memo keeps the bytes of the answer to a payload-less read (a
+// <query/> with at most a node) by who asked what, and writes them around
+// the new id.
+//
+// An entry holds as long as everything the answer was read from does: the
+// store's in-memory index (db.View, which moves with every change to the
+// endpoints, by this process or another within the store's 250 ms
+// recheck), the policy, and the task and chat services, whose endpoint
+// sets are fixed for their lifetime. It is tagged with the state read
+// before its answer was computed, so a change that lands meanwhile only
+// makes it stale. A stale or missing entry is computed again by the fast
+// path, with its cost; when the store's view cannot be had without the
+// database (db.ErrWouldBlock) the memo is not consulted at all.
+//
+// Answers are kept alike whatever they are: the result of a visible
+// endpoint, the <item-not-found/> of a hidden or nonexistent one. A
+// requester can tell only that it asked the same thing before. A result
+// is kept only when its payload is already bytes (wire.FrozenBytes, as an
+// endpoint's disco#info is); an error whenever it is one of ours
+// (surface.Wire).
+
+// maxMemoEntries bounds the memo of one stream: past it the memo starts
+// over. An entry is the key's two addresses, the reply's and a reference
+// to the payload bytes, which the info cache holds anyway (about 300 bytes
+// of its own).
+const maxMemoEntries = 512
+
+// maxMemoID is the longest id a kept answer is written around; a longer
+// one (ids are a client's choice, usually a few bytes) takes the fast
+// path, which also measures the reply against wire.MaxStanzaBytes.
+const maxMemoID = 1024
+
+// memoKey is what a hot read's answer depends on in the stanza: its
+// addresses as received and its payload's name and node. Only gets are
+// kept.
+type memoKey struct {
+	from, to string
+	name     xml.Name
+	node     string
+}
+
+// memoState is what an answer depends on outside the stanza.
+type memoState struct {
+	view   db.View
+	policy *policy.Policy
+	tasks  *taskd.Service
+	chat   *chat.Service
+}
+
+// memoEntry is one kept answer: the stanza is head, the escaped id, mid,
+// payload and "</iq>". The rest is what the read loop would have worked
+// out again from the stanza: the parsed addresses, the rate limits' key
+// for the sender and the metrics' series of the answer.
+type memoEntry struct {
+	state    memoState
+	head     string
+	mid      []byte
+	payload  []byte
+	from, to jid.JID
+	sender   sender
+	series   metrics.IQSeries
+}
+
+// memoMap is one stream's memo. Only the read loop reads and writes it;
+// the idle release drops it whole (session.memo).
+type memoMap map[memoKey]*memoEntry
+
+const (
+	resultHead = `<iq type="result" id="`
+	errorHead  = `<iq type="error" id="`
+)
+
+// memoKeyOf returns the memo key and the id of el, an IQ, and whether it
+// may be answered from the memo at all: a get with a 'from', an id of at
+// most maxMemoID bytes and one payload with no content and no attribute
+// but its namespace declarations and a node. The shape is read off the
+// tokens, with nothing parsed or allocated.
+func memoKeyOf(el wire.Element) (k memoKey, id string, ok bool) {
+	if len(el.Inner) != 2 {
+		return memoKey{}, "", false
+	}
+	p, ok := el.Inner[0].(xml.StartElement)
+	if _, end := el.Inner[1].(xml.EndElement); !ok || !end {
+		return memoKey{}, "", false
+	}
+	k.name = p.Name
+	for _, a := range p.Attr {
+		switch {
+		case a.Name.Space == "xmlns", a.Name.Space == "" && a.Name.Local == "xmlns":
+		case a.Name.Space == "" && a.Name.Local == "node":
+			k.node = a.Value
+		default:
+			return memoKey{}, "", false
+		}
+	}
+	get, from := false, false
+	for _, a := range el.Start.Attr {
+		if a.Name.Space != "" {
+			continue
+		}
+		switch a.Name.Local {
+		case "from":
+			k.from, from = a.Value, true
+		case "to":
+			k.to = a.Value
+		case "id":
+			id = a.Value
+		case "type":
+			get = a.Value == string(stanza.GetIQ)
+		}
+	}
+	return k, id, get && from && len(id) <= maxMemoID
+}
+
+// memoState returns the state answers are read from now, or false when
+// the store cannot say without the database.
+func (s *session) memoState() (memoState, bool) {
+	v, err := s.g.store.MemoryView(s.memCtx)
+	if err != nil {
+		return memoState{}, false
+	}
+	return memoState{view: v, policy: s.g.Policy(), tasks: s.g.tasks.Load(), chat: s.g.chat.Load()}, true
+}
+
+// answerKept answers the get with key k and id from the memo, if its
+// answer is kept and holds, and reports whether it did. The sender's rate
+// limits apply as on every path: one over them is refused here, as
+// dispatchIQ would refuse it.
+func (s *session) answerKept(k memoKey, id string) bool {
+	m := s.memo.Load()
+	if m == nil {
+		return false
+	}
+	e, ok := (*m)[k]
+	if !ok {
+		return false
+	}
+	if st, ok := s.memoState(); !ok || e.state != st {
+		return false
+	}
+	start := time.Now()
+	if !s.g.allow(e.sender, start) {
+		req := &Request{ID: id, Type: stanza.GetIQ, From: e.from, To: e.to}
+		req.Payload.Start.Name = k.name
+		s.reject(req, surface.ErrResourceConstraint)
+		return true
+	}
+	s.writeMemo(e, id)
+	e.series.Observe(time.Since(start))
+	fastAnswers.Add(1)
+	memoAnswers.Add(1)
+	return true
+}
+
+// memoAnswers counts the requests answered from the memo (tests).
+var memoAnswers atomic.Int64
+
+// memoize keeps the answer the fast path gave req, read under st, and
+// returns it: a result whose payload is bytes, or an error of ours. It
+// returns nil, keeping nothing, for any other answer.
+func (s *session) memoize(k memoKey, st memoState, req *Request, payload xml.TokenReader, err error) *memoEntry {
+	e := &memoEntry{state: st, from: req.From, to: req.To, sender: s.g.senderOf(req.From),
+		series: metrics.IQSeriesOf(k.name.Space, err)}
+	if err != nil {
+		se, ok := surface.Wire(err)
+		if !ok {
+			return nil
+		}
+		b, aerr := wire.AppendXML(nil, se.TokenReader())
+		if aerr != nil {
+			return nil
+		}
+		e.head, e.payload = errorHead, b
+	} else {
+		if _, after := payload.(*afterRead); after {
+			return nil
+		}
+		raw, ok := wire.FrozenBytes(payload)
+		if !ok {
+			return nil
+		}
+		e.head, e.payload = resultHead, raw
+	}
+	mid := append([]byte(nil), `" from="`...)
+	mid = wire.AppendAttrValue(mid, req.To.String())
+	mid = append(mid, `" to="`...)
+	mid = wire.AppendAttrValue(mid, req.From.String())
+	e.mid = append(mid, `">`...)
+	// An id escapes to at most six bytes a byte (&quot;).
+	if len(e.head)+6*maxMemoID+len(e.mid)+len(e.payload)+len("</iq>") > wire.MaxStanzaBytes {
+		return nil
+	}
+	m := s.memo.Load()
+	if m == nil || len(*m) >= maxMemoEntries {
+		fresh := make(memoMap)
+		m = &fresh
+		s.memo.Store(m)
+	}
+	(*m)[k] = e
+	return e
+}
+
+// writeMemo writes e's answer with id, as writeResultBytes writes a
+// result: in one write, with the others of the same read. memoize kept
+// only answers that fit wire.MaxStanzaBytes around any id memoKeyOf lets
+// through.
+func (s *session) writeMemo(e *memoEntry, id string) {
+	bp := resultBufs.Get().(*[]byte)
+	b := append((*bp)[:0], e.head...)
+	b = wire.AppendAttrValue(b, id)
+	b = append(b, e.mid...)
+	b = append(b, e.payload...)
+	b = append(b, "</iq>"...)
+	_ = s.writeBytes(b, true)
+	if cap(b) <= 64<<10 {
+		*bp = b
+		resultBufs.Put(bp)
+	}
+}
+
+// dropMemo forgets every kept answer (the idle release).
+func (s *session) dropMemo() { s.memo.Store(nil) }
