@@ -42,7 +42,12 @@ type protocol struct {
 	// fromMemory marks a surface whose IQs are all hot reads the store
 	// can answer from memory: the read loop tries each itself before a
 	// worker (fastIQs, fastpath.go). A handler of such a surface must fail
-	// with db.ErrWouldBlock before any work it cannot do from memory.
+	// with db.ErrWouldBlock before any work it cannot do from memory. Its
+	// answer to a payload-less get may be kept by the read loop's memo
+	// (memo.go), so it must depend on nothing but the stanza's addresses
+	// and payload, the store's in-memory view, the policy and the task and
+	// chat services (memoState); anything else it reads must be fixed for
+	// the gateway's lifetime.
 	fromMemory bool
 	// kinds is the metrics label (the kind of agentgw_iq_requests_total,
 	// a contract listed in docs/deploy.md) of each payload namespace the
