@@ -46,10 +46,19 @@ import (
 // (surface.Wire).
 
 // maxMemoEntries bounds the memo of one stream: past it the memo starts
-// over. An entry is the key's two addresses, the reply's and a reference
-// to the payload bytes, which the info cache holds anyway (about 300 bytes
-// of its own).
-const maxMemoEntries = 512
+// over. An entry is its key (at most maxMemoKey bytes), the reply's
+// addresses (at most maxMemoMid), a reference to the payload bytes, which
+// the info cache holds anyway, and about 200 bytes more: 200-300 bytes for
+// a client's usual addresses, under 2 KiB at worst.
+const maxMemoEntries = 256
+
+// maxMemoKey and maxMemoMid bound what one entry holds of its own: the
+// addresses and node of the read as received, and the reply's addresses
+// escaped. A read past either is answered by the fast path every time.
+const (
+	maxMemoKey = 512
+	maxMemoMid = 1024
+)
 
 // maxMemoID is the longest id a kept answer is written around; a longer
 // one (ids are a client's choice, usually a few bytes) takes the fast
@@ -98,8 +107,9 @@ const (
 
 // memoKeyOf returns the memo key and the id of el, an IQ, and whether it
 // may be answered from the memo at all: a get with a 'from', an id of at
-// most maxMemoID bytes and one payload with no content and no attribute
-// but its namespace declarations and a node. The shape is read off the
+// most maxMemoID bytes, addresses and node of at most maxMemoKey in all,
+// and one payload with no content and no attribute but its namespace
+// declarations and a node. The shape is read off the
 // tokens, with nothing parsed or allocated.
 func memoKeyOf(el wire.Element) (k memoKey, id string, ok bool) {
 	if len(el.Inner) != 2 {
@@ -135,7 +145,7 @@ func memoKeyOf(el wire.Element) (k memoKey, id string, ok bool) {
 			get = a.Value == string(stanza.GetIQ)
 		}
 	}
-	return k, id, get && from && len(id) <= maxMemoID
+	return k, id, get && from && len(id) <= maxMemoID && len(k.from)+len(k.to)+len(k.node) <= maxMemoKey
 }
 
 // memoState returns the state answers are read from now, or false when
@@ -212,6 +222,9 @@ func (s *session) memoize(k memoKey, st memoState, req *Request, payload xml.Tok
 	mid = append(mid, `" to="`...)
 	mid = wire.AppendAttrValue(mid, req.From.String())
 	e.mid = append(mid, `">`...)
+	if len(e.mid) > maxMemoMid {
+		return nil
+	}
 	// An id escapes to at most six bytes a byte (&quot;).
 	if len(e.head)+6*maxMemoID+len(e.mid)+len(e.payload)+len("</iq>") > wire.MaxStanzaBytes {
 		return nil

@@ -171,7 +171,8 @@ func TestMemoFollowsChanges(t *testing.T) {
 }
 
 // TestMemoOnlyPayloadless: a read whose payload has content or another
-// attribute is never answered from the memo, and an id that needs
+// attribute, or whose node is longer than the memo keeps, is never
+// answered from the memo, and an id that needs
 // escaping comes back as it was sent.
 func TestMemoOnlyPayloadless(t *testing.T) {
 	e := start(t, "")
@@ -182,6 +183,8 @@ func TestMemoOnlyPayloadless(t *testing.T) {
 		`<query xmlns='http://jabber.org/protocol/disco#info'><x/></query>`,
 		`<query xmlns='http://jabber.org/protocol/disco#info'> </query>`,
 		`<query xmlns='http://jabber.org/protocol/disco#info' other='1'/>`,
+		// A node past maxMemoKey.
+		`<query xmlns='http://jabber.org/protocol/disco#info' node='` + strings.Repeat("n", 600) + `'/>`,
 	} {
 		for i := range 2 {
 			if _, hit := memoRead(e, carol, to, p); hit {
