@@ -145,8 +145,9 @@ type Reader struct {
 	scratch []byte
 	// The stanza being read is kept in these until it is whole, then
 	// built (build) with one allocation of each kind at its exact size.
-	st    stanzaScratch
-	names map[string]string
+	st     stanzaScratch
+	names  map[string]string
+	recent [recentSets][2]string
 	// valid holds short non-ASCII names found valid by nameDec.
 	valid   map[string]struct{}
 	nameDec *xml.Decoder
@@ -730,15 +731,50 @@ const (
 	maxCached     = 4096
 )
 
+// recentSets is the number of sets of the small cache in front of names
+// (two strings each, 16 KiB of headers at most, names no longer than
+// maxCachedName): a name is found there from a few of its bytes, without
+// hashing it whole and probing a map, which the profile showed to be most
+// of the cost of reading a name.
+const recentSets = 256
+
 func (r *Reader) intern(b []byte) string {
-	if s, ok := r.names[string(b)]; ok {
-		return s
+	if len(b) == 0 {
+		return ""
 	}
-	s := string(b)
-	if len(r.names) < maxCached && len(s) <= maxCachedName {
-		r.names[s] = s
+	set := &r.recent[recentSet(b)]
+	if set[0] == string(b) {
+		return set[0]
+	}
+	if set[1] == string(b) {
+		set[0], set[1] = set[1], set[0]
+		return set[0]
+	}
+	s, ok := r.names[string(b)]
+	if !ok {
+		s = string(b)
+		if len(r.names) < maxCached && len(s) <= maxCachedName {
+			r.names[s] = s
+		}
+	}
+	if len(s) <= maxCachedName {
+		set[0], set[1] = s, set[0]
 	}
 	return s
+}
+
+// recentSet picks the set of a name (not empty) from its length and four
+// of its bytes.
+func recentSet(b []byte) int {
+	n := len(b)
+	h := uint32(n) * 0x9E3779B1
+	h = (h ^ uint32(b[0])) * 0x01000193
+	h = (h ^ uint32(b[n/2])) * 0x01000193
+	h = (h ^ uint32(b[n-1])) * 0x01000193
+	if n > 1 {
+		h = (h ^ uint32(b[n-2])) * 0x01000193
+	}
+	return int(h>>8) % recentSets
 }
 
 // startTag reads a start tag, whose '<' has been read, and pushes it,
