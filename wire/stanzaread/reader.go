@@ -579,13 +579,42 @@ func isNameByte(c byte) bool {
 		c == '_' || c == ':' || c == '.' || c == '-'
 }
 
+// Classes of bytes, for the fast paths of name and text, which test each
+// byte with one table load where a chain of comparisons took most of
+// their instructions.
+const (
+	// className is an ASCII byte that can be in a name (isNameByte).
+	className = 1 << iota
+	// classStop ends a plain run of text: a control other than tab and
+	// newline, '\r', '<', '&', ']', and any byte past ASCII.
+	classStop
+	// classApos and classQuot are the quotes, which end a run of an
+	// attribute value quoted with them.
+	classApos
+	classQuot
+)
+
+var byteClass = func() (t [256]uint8) {
+	for c := 0; c < 256; c++ {
+		if c < utf8.RuneSelf && isNameByte(byte(c)) {
+			t[c] |= className
+		}
+		if c < 0x20 && c != '\t' && c != '\n' || c >= utf8.RuneSelf || c == '<' || c == '&' || c == ']' || c == '\r' {
+			t[c] |= classStop
+		}
+	}
+	t['\''] |= classApos
+	t['"'] |= classQuot
+	return t
+}()
+
 // name reads a name into r.scratch[s:]: the bytes up to the first ASCII
 // byte that cannot be in a name.
 func (r *Reader) name() ([]byte, error) {
 	// Fast path: an ASCII name ending inside the buffer is read in place.
 	if buf, _ := r.br.Peek(r.br.Buffered()); len(buf) > 0 {
 		i := 0
-		for i < len(buf) && buf[i] < utf8.RuneSelf && isNameByte(buf[i]) {
+		for i < len(buf) && byteClass[buf[i]]&className != 0 {
 			i++
 		}
 		if i < len(buf) && buf[i] < utf8.RuneSelf && i > 0 && i <= MaxName {
@@ -939,17 +968,21 @@ func (r *Reader) text(dst []byte, quote int, cdata bool, limit int) (_ []byte, o
 	if cdata {
 		slack = 2
 	}
+	// stop is the classes that end a plain run.
+	stop := uint8(classStop)
+	switch quote {
+	case '\'':
+		stop |= classApos
+	case '"':
+		stop |= classQuot
+	}
 	var b0, b1 byte
 	for {
 		// Fast path: a run of plain ASCII in the buffer is appended whole.
 		if checked == len(dst) && b1 != ']' && b1 != '\r' {
 			buf, _ := r.br.Peek(r.br.Buffered())
 			i := 0
-			for i < len(buf) {
-				c := buf[i]
-				if c < 0x20 && c != '\t' && c != '\n' || c >= utf8.RuneSelf || c == '<' || c == '&' || c == ']' || c == '\r' || int(c) == quote {
-					break
-				}
+			for i < len(buf) && byteClass[buf[i]]&stop == 0 {
 				i++
 			}
 			if i > 0 {
