@@ -65,26 +65,38 @@ type rawTok struct {
 	kind   tokKind
 }
 
-// reset empties the scratch for a new stanza, dropping what grew too large.
+// reset empties the scratch for a new stanza.
 func (s *stanzaScratch) reset() {
-	s.toks = trim(s.toks, maxKeptToks)
-	s.attrs = trim(s.attrs, maxKeptAttrs)
-	s.voffs = trim(s.voffs, maxKeptAttrs)
-	s.vals = trim(s.vals, maxKeptBytes)
-	s.chars = trim(s.chars, maxKeptBytes)
+	s.toks, s.attrs, s.voffs = s.toks[:0], s.attrs[:0], s.voffs[:0]
+	s.vals, s.chars = s.vals[:0], s.chars[:0]
 	s.nstart = 0
 }
 
-func trim[T any](s []T, keep int) []T {
+// release drops what grew past the caps.
+func (s *stanzaScratch) release() {
+	s.toks = drop(s.toks, maxKeptToks)
+	s.attrs = drop(s.attrs, maxKeptAttrs)
+	s.voffs = drop(s.voffs, maxKeptAttrs)
+	s.vals = drop(s.vals, maxKeptBytes)
+	s.chars = drop(s.chars, maxKeptBytes)
+}
+
+func drop[T any](s []T, keep int) []T {
 	if cap(s) > keep {
 		return nil
 	}
-	return s[:0]
+	return s
 }
 
 // build makes the element named name out of the scratch: its start only,
-// or (whole) its start and its tokens.
+// or (whole) its start and its tokens; then it releases the scratch.
 func (s *stanzaScratch) build(name xml.Name, whole bool) wire.Element {
+	el := s.assemble(name, whole)
+	s.release()
+	return el
+}
+
+func (s *stanzaScratch) assemble(name xml.Name, whole bool) wire.Element {
 	na, nt := s.nstart, 0
 	if whole {
 		na, nt = len(s.attrs), len(s.toks)
