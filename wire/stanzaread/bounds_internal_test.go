@@ -64,3 +64,29 @@ func TestNonASCIINamesCheap(t *testing.T) {
 	}
 	t.Logf("allocations: <e/> %.0f, <é/> %.0f, distinct ASCII %.0f, distinct non-ASCII %.0f", ascii, same, asciiD, distinct)
 }
+
+// A large stanza does not stay in the Reader's scratch: what grew past the
+// caps is dropped once the stanza is built, before the next one comes.
+func TestScratchReleased(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("<iq>")
+	for i := 0; i < 2000; i++ {
+		fmt.Fprintf(&b, "<a v='%d' w='x'>some text</a>", i)
+	}
+	b.WriteString("</iq>")
+	start := xml.StartElement{Name: xml.Name{Space: "stream", Local: "stream"}}
+	r := New(bufio.NewReader(strings.NewReader(b.String())), start, 200_000, 2<<20)
+	el, err := r.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(el.Inner) != 2000*3 {
+		t.Fatalf("%d tokens, want %d", len(el.Inner), 2000*3)
+	}
+	s := &r.st
+	if cap(s.toks) > maxKeptToks || cap(s.attrs) > maxKeptAttrs || cap(s.voffs) > maxKeptAttrs ||
+		cap(s.vals) > maxKeptBytes || cap(s.chars) > maxKeptBytes {
+		t.Errorf("scratch kept: %d tokens, %d attributes, %d value bytes, %d text bytes",
+			cap(s.toks), cap(s.attrs), cap(s.vals), cap(s.chars))
+	}
+}

@@ -143,10 +143,11 @@ type Reader struct {
 	skip    bool // the rest of a too-large element is to be skipped first
 	err     error
 	scratch []byte
-	offs    []int
-	attrs   []xml.Attr
-	ntok    int // tokens of the last stanza, for the next one's capacity
-	names   map[string]string
+	// The stanza being read is kept in these until it is whole, then
+	// built (build) with one allocation of each kind at its exact size.
+	st     stanzaScratch
+	names  map[string]string
+	recent [recentSets][2]string
 	// valid holds short non-ASCII names found valid by nameDec.
 	valid   map[string]struct{}
 	nameDec *xml.Decoder
@@ -311,17 +312,20 @@ func (r *Reader) cdataOpen() error {
 
 // stanza reads one top-level element, whose '<' has been read.
 func (r *Reader) stanza() (wire.Element, error) {
-	start, empty, n, err := r.startTag(r.maxBytes, true)
+	st := &r.st
+	st.reset()
+	empty, n, err := r.startTag(r.maxBytes, true)
 	if err != nil {
 		return wire.Element{}, err
 	}
 	if n > r.maxBytes {
 		return wire.Element{}, ErrStartTooLarge
 	}
-	el := wire.Element{Start: start}
+	name := r.stack[len(r.stack)-1].name
+	st.nstart = len(st.attrs)
 	var ferr error
-	if start.Name.Space == NSStream {
-		switch start.Name.Local {
+	if name.Space == NSStream {
+		switch name.Local {
 		case "error":
 			ferr = ErrStreamError
 		case r.streamLocal:
@@ -332,110 +336,102 @@ func (r *Reader) stanza() (wire.Element, error) {
 	}
 	if empty {
 		r.pop()
-		return el, ferr
+		return st.build(name, false), ferr
 	}
 	tokens, size := 0, 0
-	var arena []byte
-	el.Inner = make(wire.Tokens, 0, min(max(r.ntok, 4), 256))
-	// charData reads text (or, with cdata, a CDATA section's content) into
-	// the arena as one CharData token, within what is left of the bound.
-	charData := func(cdata bool) (xml.Token, bool, error) {
-		s := len(arena)
+	// charData reads text (or, with cdata, a CDATA section's content) as
+	// one token, within what is left of the bound.
+	charData := func(cdata bool) (bool, error) {
+		s := len(st.chars)
 		var over bool
 		var err error
-		arena, over, err = r.text(arena, -1, cdata, r.maxBytes-size)
+		st.chars, over, err = r.text(st.chars, -1, cdata, r.maxBytes-size)
 		if err != nil || over {
-			return nil, over, err
+			return over, err
 		}
-		size += len(arena) - s
-		return xml.CharData(arena[s:len(arena):len(arena)]), false, nil
+		size += len(st.chars) - s
+		st.toks = append(st.toks, rawTok{kind: kindChars, lo: s, hi: len(st.chars)})
+		return false, nil
 	}
 	for len(r.stack) > 0 {
 		b, err := r.getc()
 		if err != nil {
-			return el, err
+			return st.build(name, true), err
 		}
-		var tok xml.Token
 		if b != '<' {
 			_ = r.br.UnreadByte()
-			var over bool
-			if tok, over, err = charData(false); err != nil {
-				return el, err
+			if over, err := charData(false); err != nil {
+				return st.build(name, true), err
 			} else if over {
-				return r.tooLarge(el)
+				return r.tooLarge(name)
 			}
 		} else {
 			b, err = r.getc()
 			if err != nil {
-				return el, err
+				return st.build(name, true), err
 			}
 			switch b {
 			case '/':
-				name, err := r.endTag()
+				end, err := r.endTag()
 				if err != nil {
-					return el, err
+					return st.build(name, true), err
 				}
 				if len(r.stack) == 0 {
-					r.ntok = len(el.Inner)
-					el.Inner = el.Inner[:len(el.Inner):len(el.Inner)]
-					if len(el.Inner) == 0 {
-						el.Inner = nil
-					}
-					return el, ferr
+					return st.build(name, true), ferr
 				}
-				tok = xml.EndElement{Name: name}
+				st.toks = append(st.toks, rawTok{kind: kindEnd, name: end})
 			case '?':
-				return el, syntax("processing instruction in the stream")
+				return st.build(name, true), syntax("processing instruction in the stream")
 			case '!':
 				if err := r.cdataOpen(); err != nil {
-					return el, err
+					return st.build(name, true), err
 				}
-				var over bool
-				if tok, over, err = charData(true); err != nil {
-					return el, err
+				if over, err := charData(true); err != nil {
+					return st.build(name, true), err
 				} else if over {
-					return r.tooLarge(el)
+					return r.tooLarge(name)
 				}
 			default:
 				_ = r.br.UnreadByte()
-				st, empty, n, err := r.startTag(r.maxBytes-size, true)
+				lo := len(st.attrs)
+				empty, n, err := r.startTag(r.maxBytes-size, true)
 				if err != nil {
-					return el, err
+					return st.build(name, true), err
 				}
 				size += n
 				if size > r.maxBytes {
 					if empty {
 						r.pop()
 					}
-					return r.tooLarge(el)
+					return r.tooLarge(name)
 				}
-				el.Inner = append(el.Inner, st)
+				tname := r.stack[len(r.stack)-1].name
+				st.toks = append(st.toks, rawTok{kind: kindStart, name: tname, lo: lo, hi: len(st.attrs)})
 				tokens++
 				if empty {
 					r.pop()
-					tok = xml.EndElement{Name: st.Name}
+					st.toks = append(st.toks, rawTok{kind: kindEnd, name: tname})
 				} else if tokens > r.maxTokens {
-					return r.tooLarge(el)
+					return r.tooLarge(name)
 				} else {
 					continue
 				}
 			}
 		}
-		el.Inner = append(el.Inner, tok)
 		tokens++
 		if tokens > r.maxTokens || size > r.maxBytes {
-			return r.tooLarge(el)
+			return r.tooLarge(name)
 		}
 	}
-	return el, ferr
+	return st.build(name, true), ferr
 }
 
 // tooLarge ends a stanza past the bounds: its start goes back now, its rest
 // is skipped by the next call. A <stream:error/> past them ends the stream
 // (ErrStreamErrorTooLarge): nothing may follow it.
-func (r *Reader) tooLarge(el wire.Element) (wire.Element, error) {
-	el.Inner = nil
-	if el.Start.Name.Space == NSStream {
+func (r *Reader) tooLarge(name xml.Name) (wire.Element, error) {
+	el := r.st.build(name, false)
+	if name.Space == NSStream {
 		return el, ErrStreamErrorTooLarge
 	}
 	if len(r.stack) > 0 {
@@ -479,7 +475,7 @@ func (r *Reader) skipRest() error {
 			}
 		default:
 			_ = r.br.UnreadByte()
-			_, empty, _, err := r.startTag(0, false)
+			empty, _, err := r.startTag(0, false)
 			if err != nil {
 				return err
 			}
@@ -525,19 +521,42 @@ func (r *Reader) endOfTag() error {
 // endTag reads an end tag after "</", which must close the innermost open
 // element, and pops it.
 func (r *Reader) endTag() (xml.Name, error) {
-	prefix, local, err := r.nsname()
+	n, err := r.name()
 	if err != nil {
 		return xml.Name{}, err
+	}
+	top := r.stack[len(r.stack)-1]
+	// The name is compared as written with the start's, without making
+	// strings of it; only a mismatch is split, for its error. (n may be
+	// in the reader's buffer: it is done with before reading on.)
+	var wrong string
+	if !top.is(n) {
+		_, local, err := split(n)
+		if err != nil {
+			return xml.Name{}, err
+		}
+		wrong = string(local)
 	}
 	if err := r.endOfTag(); err != nil {
 		return xml.Name{}, err
 	}
-	top := r.stack[len(r.stack)-1]
-	if top.local != local || top.prefix != prefix {
-		return xml.Name{}, syntax("element <" + top.local + "> closed by </" + local + ">")
+	if wrong != "" {
+		return xml.Name{}, syntax("element <" + top.local + "> closed by </" + wrong + ">")
 	}
 	r.pop()
 	return top.name, nil
+}
+
+// is reports whether the element was opened with the name n as written.
+// The start's name had at most one colon, so this is nsname's split of n
+// matching the start's.
+func (o *open) is(n []byte) bool {
+	if o.prefix == "" {
+		return string(n) == o.local
+	}
+	p := len(o.prefix)
+	return len(n) == p+1+len(o.local) && n[p] == ':' &&
+		string(n[:p]) == o.prefix && string(n[p+1:]) == o.local
 }
 
 func (r *Reader) pop() {
@@ -555,177 +574,21 @@ func (r *Reader) pop() {
 	r.stack = r.stack[:len(r.stack)-1]
 }
 
-func isNameByte(c byte) bool {
-	return 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' ||
-		c == '_' || c == ':' || c == '.' || c == '-'
-}
-
-// name reads a name into r.scratch[s:]: the bytes up to the first ASCII
-// byte that cannot be in a name.
-func (r *Reader) name() ([]byte, error) {
-	// Fast path: an ASCII name ending inside the buffer is read in place.
-	if buf, _ := r.br.Peek(r.br.Buffered()); len(buf) > 0 {
-		i := 0
-		for i < len(buf) && buf[i] < utf8.RuneSelf && isNameByte(buf[i]) {
-			i++
-		}
-		if i < len(buf) && buf[i] < utf8.RuneSelf && i > 0 && i <= MaxName {
-			n := buf[:i]
-			_, _ = r.br.Discard(i)
-			if c := n[0]; !('A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || c == '_' || c == ':') {
-				return nil, syntax("invalid XML name")
-			}
-			return n, nil
-		}
-	}
-	s := len(r.scratch)
-	ascii := true
-	for {
-		b, err := r.getc()
-		if err != nil {
-			return nil, err
-		}
-		if b < utf8.RuneSelf && !isNameByte(b) {
-			_ = r.br.UnreadByte()
-			break
-		}
-		if b >= utf8.RuneSelf {
-			ascii = false
-		}
-		r.scratch = append(r.scratch, b)
-		if len(r.scratch)-s > MaxName {
-			return nil, syntax("name too long")
-		}
-	}
-	n := r.scratch[s:]
-	r.scratch = r.scratch[:s]
-	if len(n) == 0 {
-		return nil, syntax("expected a name")
-	}
-	if ascii {
-		if c := n[0]; !('A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || c == '_' || c == ':') {
-			return nil, syntax("invalid XML name")
-		}
-	} else if !r.isNameSlow(n) {
-		return nil, syntax("invalid XML name")
-	}
-	return n, nil
-}
-
-// isNameSlow checks a name with non-ASCII letters by encoding/xml's own
-// rule (XML 1.0 Appendix B), asking its decoder: one decoder a Reader,
-// reused, and only for a name not seen before (valid keeps the short ones
-// found valid, as names keeps short names).
-func (r *Reader) isNameSlow(n []byte) bool {
-	if _, ok := r.valid[string(n)]; ok {
-		return true
-	}
-	if r.nameDec == nil {
-		r.nameIn = new(nameInput)
-		r.nameDec = xml.NewDecoder(r.nameIn)
-	}
-	r.nameIn.b = append(append(append(r.nameIn.b[:0], '<'), n...), '/', '>')
-	r.nameIn.i = 0
-	if _, err := r.nameDec.RawToken(); err != nil {
-		r.nameDec = nil // its error is sticky
-		return false
-	}
-	// The end of the empty element, which reads nothing.
-	if _, err := r.nameDec.RawToken(); err != nil {
-		r.nameDec = nil
-		return false
-	}
-	if len(n) <= maxCachedName && len(r.valid) < maxCached {
-		if r.valid == nil {
-			r.valid = make(map[string]struct{})
-		}
-		r.valid[string(n)] = struct{}{}
-	}
-	return true
-}
-
-// nameInput is the input of the name-checking decoder, refilled for each
-// name. It is an io.ByteReader, so the decoder reads it byte by byte and
-// never past the name's "/>".
-type nameInput struct {
-	b []byte
-	i int
-}
-
-func (in *nameInput) ReadByte() (byte, error) {
-	if in.i >= len(in.b) {
-		return 0, io.EOF
-	}
-	in.i++
-	return in.b[in.i-1], nil
-}
-
-func (in *nameInput) Read(p []byte) (int, error) {
-	if in.i >= len(in.b) {
-		return 0, io.EOF
-	}
-	n := copy(p, in.b[in.i:])
-	in.i += n
-	return n, nil
-}
-
-// nsname reads a qualified name: prefix and local part, the prefix empty
-// unless one colon stands inside the name.
-func (r *Reader) nsname() (prefix, local string, err error) {
-	n, err := r.name()
-	if err != nil {
-		return "", "", err
-	}
-	colon := -1
-	for i, c := range n {
-		if c == ':' {
-			if colon >= 0 {
-				return "", "", syntax("name with two colons")
-			}
-			colon = i
-		}
-	}
-	if colon <= 0 || colon == len(n)-1 {
-		return "", r.intern(n), nil
-	}
-	return r.intern(n[:colon]), r.intern(n[colon+1:]), nil
-}
-
-// Names of at most maxCachedName bytes are kept in a cache of at most
-// maxCached entries, so that the strings of the names a session sees again
-// and again are made once: at most 256 KiB a session. A longer name is
-// rare and made each time.
-const (
-	maxCachedName = 64
-	maxCached     = 4096
-)
-
-func (r *Reader) intern(b []byte) string {
-	if s, ok := r.names[string(b)]; ok {
-		return s
-	}
-	s := string(b)
-	if len(r.names) < maxCached && len(s) <= maxCachedName {
-		r.names[s] = s
-	}
-	return s
-}
-
-// startTag reads a start tag, whose '<' has been read, pushes it, and
-// returns it resolved. budget bounds its cost (see AttrCost: names,
-// attribute values, AttrCost for each attribute) kept; past it (n > budget) the values are checked but not kept, and
-// without keep nothing is kept.
-func (r *Reader) startTag(budget int, keep bool) (st xml.StartElement, empty bool, n int, err error) {
+// startTag reads a start tag, whose '<' has been read, and pushes it,
+// its name resolved; its attributes, resolved too, are appended to r.st's.
+// budget bounds its cost (see AttrCost: names, attribute values, AttrCost
+// for each attribute) kept; past it (n > budget) the values are checked
+// but nothing of the tag is kept, and without keep nothing is kept.
+func (r *Reader) startTag(budget int, keep bool) (empty bool, n int, err error) {
 	if len(r.stack) >= MaxDepth {
-		return st, false, 0, ErrTooDeep
+		return false, 0, ErrTooDeep
 	}
 	prefix, local, err := r.nsname()
 	if err != nil {
-		return st, false, 0, err
+		return false, 0, err
 	}
-	r.scratch = r.scratch[:0]
-	r.offs = r.offs[:0]
-	raw := r.attrs[:0]
+	st := &r.st
+	lo, vlo := len(st.attrs), len(st.vals)
 	ndecl, nattr := 0, 0
 	// Names cost their bytes as written: prefix and local part.
 	n = len(prefix) + len(local)
@@ -736,14 +599,14 @@ func (r *Reader) startTag(budget int, keep bool) (st xml.StartElement, empty boo
 	for {
 		b, err := r.space()
 		if err != nil {
-			return st, false, 0, err
+			return false, 0, err
 		}
 		if b == '/' {
 			if b, err = r.getc(); err != nil {
-				return st, false, 0, err
+				return false, 0, err
 			}
 			if b != '>' {
-				return st, false, 0, syntax("expected /> in element")
+				return false, 0, syntax("expected /> in element")
 			}
 			empty = true
 			break
@@ -752,32 +615,32 @@ func (r *Reader) startTag(budget int, keep bool) (st xml.StartElement, empty boo
 			break
 		}
 		_ = r.br.UnreadByte()
-		s := len(r.scratch)
 		ap, al, err := r.nsname()
 		if err != nil {
-			return st, false, 0, err
+			return false, 0, err
 		}
 		if nattr++; nattr > MaxAttrs {
-			return st, false, 0, ErrStartTooLarge
+			return false, 0, ErrStartTooLarge
 		}
-		if ap == "xmlns" || ap == "" && al == "xmlns" {
+		decl := ap == "xmlns" || ap == "" && al == "xmlns"
+		if decl {
 			ndecl++
 			if ndecl > MaxNSPerElement || r.nsScope+ndecl > MaxNSInScope {
-				return st, false, 0, ErrTooManyNamespaces
+				return false, 0, ErrTooManyNamespaces
 			}
 		}
 		if b, err = r.space(); err != nil {
-			return st, false, 0, err
+			return false, 0, err
 		}
 		if b != '=' {
-			return st, false, 0, syntax("attribute name without = in element")
+			return false, 0, syntax("attribute name without = in element")
 		}
 		q, err := r.space()
 		if err != nil {
-			return st, false, 0, err
+			return false, 0, err
 		}
 		if q != '"' && q != '\'' {
-			return st, false, 0, syntax("unquoted or missing attribute value in element")
+			return false, 0, syntax("unquoted or missing attribute value in element")
 		}
 		var over bool
 		if keep {
@@ -788,42 +651,37 @@ func (r *Reader) startTag(budget int, keep bool) (st xml.StartElement, empty boo
 		if !keep || over {
 			limit = 0
 		}
+		s := len(st.vals)
 		var overText bool
-		r.scratch, overText, err = r.text(r.scratch, int(q), false, limit)
+		st.vals, overText, err = r.text(st.vals, int(q), false, limit)
 		over = over || overText
 		if err != nil {
-			return st, false, 0, err
+			return false, 0, err
 		}
 		if over || !keep {
 			if keep {
 				keep = false
 				n = budget + 1
+				st.attrs, st.voffs = st.attrs[:lo], st.voffs[:lo]
 			}
-			r.scratch = r.scratch[:0]
+			st.vals = st.vals[:vlo]
 			continue
 		}
-		n += len(r.scratch) - s
-		raw = append(raw, xml.Attr{Name: xml.Name{Space: ap, Local: al}})
-		r.offs = append(r.offs, len(r.scratch))
-	}
-	r.attrs = raw[:0]
-	if len(raw) > 0 {
-		raw = append([]xml.Attr(nil), raw...)
-	} else {
-		raw = nil
+		n += len(st.vals) - s
+		a := xml.Attr{Name: xml.Name{Space: ap, Local: al}}
+		if decl {
+			// Its value is needed now, to resolve names, and will be
+			// again: the namespaces of a stream are few.
+			a.Value = r.intern(st.vals[s:])
+			st.vals = st.vals[:s]
+		}
+		st.attrs = append(st.attrs, a)
+		st.voffs = append(st.voffs, len(st.vals))
 	}
 	o := open{prefix: prefix, local: local, nundo: len(r.undo), ndecl: ndecl}
-	if keep && len(raw) > 0 {
-		vals := string(r.scratch)
-		prev := 0
-		for i := range raw {
-			raw[i].Value = vals[prev:r.offs[i]]
-			prev = r.offs[i]
-		}
-	}
-	r.scratch = r.scratch[:0]
 	r.nsScope += ndecl
-	for _, a := range raw {
+	attrs := st.attrs[lo:]
+	for _, a := range attrs {
 		switch {
 		case a.Name.Space == "xmlns":
 			r.bindNS(a.Name.Local, a.Value)
@@ -832,11 +690,11 @@ func (r *Reader) startTag(budget int, keep bool) (st xml.StartElement, empty boo
 		}
 	}
 	o.name = r.translate(xml.Name{Space: prefix, Local: local}, true)
-	for i := range raw {
-		raw[i].Name = r.translate(raw[i].Name, false)
+	for i := range attrs {
+		attrs[i].Name = r.translate(attrs[i].Name, false)
 	}
 	r.stack = append(r.stack, o)
-	return xml.StartElement{Name: o.name, Attr: raw}, empty, n, nil
+	return empty, n, nil
 }
 
 // translate resolves a prefixed name as encoding/xml does: an attribute
@@ -878,17 +736,21 @@ func (r *Reader) text(dst []byte, quote int, cdata bool, limit int) (_ []byte, o
 	if cdata {
 		slack = 2
 	}
+	// stop is the classes that end a plain run.
+	stop := uint8(classStop)
+	switch quote {
+	case '\'':
+		stop |= classApos
+	case '"':
+		stop |= classQuot
+	}
 	var b0, b1 byte
 	for {
 		// Fast path: a run of plain ASCII in the buffer is appended whole.
 		if checked == len(dst) && b1 != ']' && b1 != '\r' {
 			buf, _ := r.br.Peek(r.br.Buffered())
 			i := 0
-			for i < len(buf) {
-				c := buf[i]
-				if c < 0x20 && c != '\t' && c != '\n' || c >= utf8.RuneSelf || c == '<' || c == '&' || c == ']' || c == '\r' || int(c) == quote {
-					break
-				}
+			for i < len(buf) && byteClass[buf[i]]&stop == 0 {
 				i++
 			}
 			if i > 0 {

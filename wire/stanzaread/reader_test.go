@@ -331,6 +331,46 @@ var seeds = []string{
 	`<stream:stream>`,
 }
 
+// The elements a Reader returns share nothing with each other or with the
+// Reader: a later stanza, read into the same scratch, leaves an earlier one
+// as it was, and changing one element's attributes changes no other's.
+func TestElementsIndependent(t *testing.T) {
+	in := `<iq type='get' id='a1'><query xmlns='q' node='x'/><query xmlns='q' node='y'>t</query></iq>` +
+		`<iq type='set' id='b2'><query xmlns='q' node='z'/><query xmlns='q' node='w'>u</query></iq>`
+	r := stanzaread.New(bufio.NewReader(strings.NewReader(in)), rawHeader(t), 200_000, 2<<20)
+	first, err := r.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := dump(first)
+	second, err := r.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := dump(first); got != before {
+		t.Fatalf("first stanza changed by reading the second:\n%s\n%s", before, got)
+	}
+	want2 := dump(second)
+	// Appending to the start's attributes must not write into those of
+	// the elements inside, which share their backing array.
+	first.Start.Attr = append(first.Start.Attr, xml.Attr{Name: xml.Name{Local: "extra"}, Value: "v"})
+	first.Start.Attr[0].Value = "changed"
+	inner := first.Inner[0].(xml.StartElement)
+	inner.Attr = append(inner.Attr, xml.Attr{Name: xml.Name{Local: "extra"}, Value: "v"})
+	if got := dump(wire.Element{Start: first.Start, Inner: first.Inner}); got == before {
+		t.Fatal("changing the start changed nothing")
+	}
+	if q := first.Inner[0].(xml.StartElement); len(q.Attr) != 2 || q.Attr[1].Value != "x" {
+		t.Fatalf("inner attributes changed: %v", q.Attr)
+	}
+	if q := first.Inner[2].(xml.StartElement); q.Attr[1].Value != "y" {
+		t.Fatalf("next element's attributes changed: %v", q.Attr)
+	}
+	if got := dump(second); got != want2 {
+		t.Fatalf("second stanza changed:\n%s\n%s", want2, got)
+	}
+}
+
 func TestAgainstEncodingXML(t *testing.T) {
 	for _, s := range seeds {
 		compare(t, []byte(s), 50, 200)
