@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"encoding/xml"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -229,6 +230,9 @@ func (s *session) memoize(k memoKey, st memoState, req *Request, payload xml.Tok
 	if len(e.head)+6*maxMemoID+len(e.mid)+len(e.payload)+len("</iq>") > wire.MaxStanzaBytes {
 		return nil
 	}
+	// The key's strings are the stanza's, which share one string with all
+	// its attribute values (stanzaread): an entry keeps copies of its own.
+	k.from, k.to, k.node = strings.Clone(k.from), strings.Clone(k.to), strings.Clone(k.node)
 	m := s.memo.Load()
 	if m == nil || len(*m) >= maxMemoEntries {
 		fresh := make(memoMap)
