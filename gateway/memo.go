@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"encoding/xml"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -229,6 +230,11 @@ func (s *session) memoize(k memoKey, st memoState, req *Request, payload xml.Tok
 	if len(e.head)+6*maxMemoID+len(e.mid)+len(e.payload)+len("</iq>") > wire.MaxStanzaBytes {
 		return nil
 	}
+	// The key's strings are substrings of the attribute text of the
+	// stanza read (stanzaread), which holds every other attribute of its
+	// element too: kept, they are copied.
+	k = memoKey{from: strings.Clone(k.from), to: strings.Clone(k.to), node: strings.Clone(k.node),
+		name: xml.Name{Space: strings.Clone(k.name.Space), Local: strings.Clone(k.name.Local)}}
 	m := s.memo.Load()
 	if m == nil || len(*m) >= maxMemoEntries {
 		fresh := make(memoMap)
