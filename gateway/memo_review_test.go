@@ -1,8 +1,11 @@
 package gateway_test
 
 import (
+	"agentgw/wire"
+	"encoding/xml"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -75,5 +78,91 @@ func TestMemoAddressesDoNotPinStanza(t *testing.T) {
 	})
 	if grew > 4<<20 {
 		t.Errorf("%d kept reads keep %d KiB alive", n, grew>>10)
+	}
+}
+
+// TestMemoErrorAsReplyError: a kept error is the stanza replyError writes
+// for the same read, element for element and namespace for namespace (the
+// <error/> in jabber:component:accept), whatever the path that answers a
+// read the memo may not keep.
+func TestMemoErrorAsReplyError(t *testing.T) {
+	e := start(t, "")
+	to := "nobody@" + domain
+	// other='1' keeps the read out of the memo; the handler ignores it.
+	plain := e.srv.iq(mall, to, "get", `<query xmlns='http://jabber.org/protocol/disco#info' other='1'/>`)
+	memoRead(e, mall, to, discoInfo)
+	kept, hit := memoRead(e, mall, to, discoInfo)
+	if !hit {
+		t.Fatal("the not-found was not kept")
+	}
+	if got, want := namesOf(kept), namesOf(plain); got != want {
+		t.Errorf("kept error:\n%s\nreplyError:\n%s", got, want)
+	}
+}
+
+// namesOf lists el's tokens with their namespaces and attributes, but the
+// IQ's id.
+func namesOf(el wire.Element) string {
+	var b strings.Builder
+	r := el.Reader()
+	for {
+		tok, err := r.Token()
+		if err != nil {
+			break
+		}
+		switch tok := tok.(type) {
+		case xml.StartElement:
+			fmt.Fprintf(&b, "<{%s}%s", tok.Name.Space, tok.Name.Local)
+			attrs := slices.Clone(tok.Attr)
+			slices.SortFunc(attrs, func(a, c xml.Attr) int { return strings.Compare(a.Name.Local, c.Name.Local) })
+			for _, a := range attrs {
+				// Declarations are said by the names; the id differs.
+				if a.Name.Local == "id" && tok.Name.Local == "iq" || a.Name.Space == "xmlns" || a.Name.Space == "" && a.Name.Local == "xmlns" {
+					continue
+				}
+				fmt.Fprintf(&b, " {%s}%s=%q", a.Name.Space, a.Name.Local, a.Value)
+			}
+			b.WriteString(">\n")
+		case xml.EndElement:
+			fmt.Fprintf(&b, "</{%s}%s>\n", tok.Name.Space, tok.Name.Local)
+		case xml.CharData:
+			fmt.Fprintf(&b, "%q\n", string(tok))
+		}
+	}
+	return b.String()
+}
+
+// TestMemoDoesNotKeepOldIndexes: a kept answer made stale by a change to
+// the endpoints must not keep the store's in-memory index of before the
+// change alive: the index is the whole directory (megabytes at thousands
+// of endpoints), and each stale entry that is not asked again held its
+// own, up to maxMemoEntries of them.
+func TestMemoDoesNotKeepOldIndexes(t *testing.T) {
+	e := start(t, "")
+	// About 1.5 MiB of index: 100 endpoints with 8 KiB titles.
+	title := strings.Repeat("t", 8<<10)
+	for i := range 100 {
+		register(t, e.store, fmt.Sprintf("big%03d", i), title, true)
+	}
+	read := func(to string) {
+		t.Helper()
+		if el := e.srv.iq(mall, to, "get", discoInfo); condition(el) != "item-not-found" {
+			t.Fatalf("%s", marshal(t, el))
+		}
+	}
+	read("nobody@" + domain) // builds the index
+	before := heapAfterGC()
+	const changes = 20
+	for i := range changes {
+		register(t, e.store, fmt.Sprintf("new%03d", i), "New", true)
+		to := fmt.Sprintf("nobody%d@%s", i, domain)
+		read(to) // a worker, which sees the change
+		read(to) // the fast path, which keeps the answer
+		if _, hit := memoRead(e, mall, to, discoInfo); !hit {
+			t.Fatalf("change %d: the answer was not kept", i)
+		}
+	}
+	if grew := int64(heapAfterGC()) - int64(before); grew > 6<<20 {
+		t.Errorf("after %d changes the memo keeps %d KiB more alive", changes, grew>>10)
 	}
 }
