@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"agentgw/config"
 	"agentgw/wire"
 	"encoding/xml"
 	"fmt"
@@ -163,5 +164,62 @@ func TestMemoDoesNotKeepOldIndexes(t *testing.T) {
 	}
 	if grew := int64(heapAfterGC()) - int64(before); grew > 6<<20 {
 		t.Errorf("after %d changes the memo keeps %d KiB more alive", changes, grew>>10)
+	}
+}
+
+// TestMemoDomainLimit: kept answers spend the domain's budget as others
+// do: two accounts of one domain, each repeating a kept read, get
+// domain_rate_burst answers between them; the gateway's own domain is
+// never limited, kept or not.
+func TestMemoDomainLimit(t *testing.T) {
+	const burst = 6
+	e := startWith(t, func(cfg *config.Config) { cfg.DomainRateLimit, cfg.DomainRateBurst = 0.01, burst })
+	to := "nobody@" + domain
+	e.srv.iq(carol, to, "get", discoInfo) // builds the store's index
+	answered, kept := 0, 0
+	for i := range 4 * burst {
+		from := []string{"u1@flood.example/r", "u2@flood.example/r"}[i%2]
+		el, hit := memoRead(e, from, to, discoInfo)
+		switch condition(el) {
+		case "item-not-found":
+			answered++
+			if hit {
+				kept++
+			}
+		case "resource-constraint":
+		default:
+			t.Fatalf("unexpected answer %s", marshal(t, el))
+		}
+	}
+	if answered != burst || kept != burst-2 {
+		t.Errorf("%d answered (%d from the memo); want %d (%d)", answered, kept, burst, burst-2)
+	}
+	for i := range 3 * burst {
+		if el, _ := memoRead(e, domain, to, discoInfo); condition(el) != "item-not-found" {
+			t.Fatalf("the gateway's own domain, read %d: %s", i, marshal(t, el))
+		}
+	}
+}
+
+// TestMemoResultAsReplyResult: a kept result, to a sender whose resource
+// needs escaping, is the stanza the unkept path writes, with the id sent.
+func TestMemoResultAsReplyResult(t *testing.T) {
+	e := start(t, "")
+	register(t, e.store, "a001", "Agent One", true)
+	to := "a001@" + domain
+	from := `carol@remote.example/l"a<p&t'op`
+	fromAttr := `carol@remote.example/l&quot;a&lt;p&amp;t&apos;op`
+	e.srv.iq(fromAttr, to, "get", discoInfo) // builds the store's index
+	plain := e.srv.iq(fromAttr, to, "get", `<query xmlns='http://jabber.org/protocol/disco#info' other='1'/>`)
+	memoRead(e, fromAttr, to, discoInfo)
+	kept, hit := memoRead(e, fromAttr, to, discoInfo)
+	if !hit {
+		t.Fatal("the result was not kept")
+	}
+	if got, want := namesOf(kept), namesOf(plain); got != want {
+		t.Errorf("kept result:\n%s\nunkept:\n%s", got, want)
+	}
+	if got := attr(kept, "to"); got != from {
+		t.Errorf("to %q, want %q", got, from)
 	}
 }
