@@ -226,3 +226,23 @@ func TestMemoResultAsReplyResult(t *testing.T) {
 		t.Errorf("to %q, want %q", got, from)
 	}
 }
+
+// TestMemoNoID: an error to a get without an id (RFC 6120 requires one;
+// a server may still pass it on) is written as replyError writes it, with
+// no id attribute, whether or not the memo could keep it, and the same
+// every time.
+func TestMemoNoID(t *testing.T) {
+	e := start(t, "")
+	to := "nobody@" + domain
+	e.srv.iq(mall, to, "get", discoInfo) // builds the store's index
+	var got []wire.Element
+	for _, p := range []string{`<query xmlns='http://jabber.org/protocol/disco#info' other='1'/>`, discoInfo, discoInfo} {
+		e.srv.write(`<iq xmlns='jabber:component:accept' type='get' from='` + mall + `' to='` + to + `'>` + p + `</iq>`)
+		got = append(got, e.srv.next())
+	}
+	for i, el := range got {
+		if _, ok := el.AttrValue("id"); ok || condition(el) != "item-not-found" {
+			t.Errorf("answer %d: %s", i, marshal(t, el))
+		}
+	}
+}
