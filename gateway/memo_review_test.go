@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"agentgw/config"
+	"agentgw/gateway"
 	"agentgw/wire"
 	"encoding/xml"
 	"fmt"
@@ -227,22 +228,23 @@ func TestMemoResultAsReplyResult(t *testing.T) {
 	}
 }
 
-// TestMemoNoID: an error to a get without an id (RFC 6120 requires one;
-// a server may still pass it on) is written as replyError writes it, with
-// no id attribute, whether or not the memo could keep it, and the same
-// every time.
+// TestMemoNoID: a get without an id (RFC 6120 requires one; a server may
+// still pass it on) is answered as replyError answers it, which gives the
+// error an id of its own (mellium), every time: the memo, which writes a
+// kept answer around the id received, wrote id=”.
 func TestMemoNoID(t *testing.T) {
 	e := start(t, "")
 	to := "nobody@" + domain
 	e.srv.iq(mall, to, "get", discoInfo) // builds the store's index
-	var got []wire.Element
-	for _, p := range []string{`<query xmlns='http://jabber.org/protocol/disco#info' other='1'/>`, discoInfo, discoInfo} {
+	before := gateway.MemoAnswers()
+	for i, p := range []string{`<query xmlns='http://jabber.org/protocol/disco#info' other='1'/>`, discoInfo, discoInfo} {
 		e.srv.write(`<iq xmlns='jabber:component:accept' type='get' from='` + mall + `' to='` + to + `'>` + p + `</iq>`)
-		got = append(got, e.srv.next())
-	}
-	for i, el := range got {
-		if _, ok := el.AttrValue("id"); ok || condition(el) != "item-not-found" {
+		el := e.srv.next()
+		if id, _ := el.AttrValue("id"); id == "" || condition(el) != "item-not-found" {
 			t.Errorf("answer %d: %s", i, marshal(t, el))
 		}
+	}
+	if n := gateway.MemoAnswers() - before; n != 0 {
+		t.Errorf("%d answered from the memo", n)
 	}
 }
