@@ -115,7 +115,12 @@ func (s *Store) snapshot(ctx context.Context) (*memIndex, error) {
 // View saw the same endpoints, versions and directory, so an answer read
 // from memory under one View holds for as long as MemoryView returns it
 // (the gateway's answer memo keeps answers by it). The zero View is none.
-type View struct{ idx *memIndex }
+//
+// A View is the index's generation, not the index: within one Store an
+// index is rebuilt only for a later generation, so the generation names it
+// as well, and a View kept for a while (a stale memo entry) does not keep
+// a replaced index, the whole directory, alive.
+type View struct{ gen int64 }
 
 // MemoryView returns the View the hot reads would answer from now, under
 // the same freshness as theirs: checked against the store's search
@@ -130,7 +135,7 @@ func (s *Store) MemoryView(ctx context.Context) (View, error) {
 	if idx == nil {
 		return View{}, ErrWouldBlock
 	}
-	return View{idx}, nil
+	return View{idx.gen}, nil
 }
 
 // errNoActiveSummary is the memory path's not-found: made once, so that a

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -149,7 +150,9 @@ func (c *jidCache) parse(s string) (jid.JID, bool) {
 	if c.m == nil || len(c.m) >= maxCachedJIDs {
 		c.m = make(map[string]jid.JID)
 	}
-	c.m[s] = j
+	// s is a substring of the stanza's attribute text (stanzaread), which
+	// would keep the rest of it alive: the key is a copy.
+	c.m[strings.Clone(s)] = j
 	return j, true
 }
 

@@ -107,8 +107,8 @@ const (
 )
 
 // memoKeyOf returns the memo key and the id of el, an IQ, and whether it
-// may be answered from the memo at all: a get with a 'from', an id of at
-// most maxMemoID bytes, addresses and node of at most maxMemoKey in all,
+// may be answered from the memo at all: a get with a 'from', an id of 1 to
+// maxMemoID bytes, addresses and node of at most maxMemoKey in all,
 // and one payload with no content and no attribute but its namespace
 // declarations and a node. The shape is read off the
 // tokens, with nothing parsed or allocated.
@@ -146,7 +146,9 @@ func memoKeyOf(el wire.Element) (k memoKey, id string, ok bool) {
 			get = a.Value == string(stanza.GetIQ)
 		}
 	}
-	return k, id, get && from && len(id) <= maxMemoID && len(k.from)+len(k.to)+len(k.node) <= maxMemoKey
+	// A get without an id is answered without one (replyError), which a
+	// kept answer, written around an id, cannot be.
+	return k, id, get && from && id != "" && len(id) <= maxMemoID && len(k.from)+len(k.to)+len(k.node) <= maxMemoKey
 }
 
 // memoState returns the state answers are read from now, or false when
@@ -230,9 +232,11 @@ func (s *session) memoize(k memoKey, st memoState, req *Request, payload xml.Tok
 	if len(e.head)+6*maxMemoID+len(e.mid)+len(e.payload)+len("</iq>") > wire.MaxStanzaBytes {
 		return nil
 	}
-	// The key's strings are the stanza's, which share one string with all
-	// its attribute values (stanzaread): an entry keeps copies of its own.
-	k.from, k.to, k.node = strings.Clone(k.from), strings.Clone(k.to), strings.Clone(k.node)
+	// The key's strings are substrings of the attribute text of the
+	// stanza read (stanzaread), which holds every other attribute of its
+	// element too: kept, they are copied.
+	k = memoKey{from: strings.Clone(k.from), to: strings.Clone(k.to), node: strings.Clone(k.node),
+		name: xml.Name{Space: strings.Clone(k.name.Space), Local: strings.Clone(k.name.Local)}}
 	m := s.memo.Load()
 	if m == nil || len(*m) >= maxMemoEntries {
 		fresh := make(memoMap)
