@@ -49,7 +49,7 @@ type session struct {
 	jids jidCache
 	// memo is the read loop's kept answers (memo.go); nil until the first
 	// and after an idle release.
-	memo atomic.Pointer[memoMap]
+	memo atomic.Pointer[memoTable]
 }
 
 func (s *session) touch()            { s.lastNS.Store(time.Now().UnixNano()) }

@@ -33,11 +33,15 @@ import (
 // store's in-memory index (db.View, which moves with every change to the
 // endpoints, by this process or another within the store's 250 ms
 // recheck), the policy, and the task and chat services, whose endpoint
-// sets are fixed for their lifetime. It is tagged with the state read
-// before its answer was computed, so a change that lands meanwhile only
-// makes it stale. A stale or missing entry is computed again by the fast
-// path, with its cost; when the store's view cannot be had without the
-// database (db.ErrWouldBlock) the memo is not consulted at all.
+// sets are fixed for their lifetime. The whole memo is tagged with that
+// state, and an answer joins it only if it was read under it (the state is
+// read before the answer is computed, so a change that lands meanwhile
+// only makes the answer stale). The state only moves on, so once it has,
+// every kept answer is stale: the next answer to be kept starts a memo
+// of its own, and nothing stale (an old index, an old policy) is held.
+// A stale or missing answer is computed again by the fast path, with its
+// cost; when the store's view cannot be had without the database
+// (db.ErrWouldBlock) the memo is not consulted at all.
 //
 // Answers are kept alike whatever they are: the result of a visible
 // endpoint, the <item-not-found/> of a hidden or nonexistent one. A
@@ -48,9 +52,9 @@ import (
 
 // maxMemoEntries bounds the memo of one stream: past it the memo starts
 // over. An entry is its key (at most maxMemoKey bytes), the reply's
-// addresses (at most maxMemoMid), a reference to the payload bytes, which
-// the info cache holds anyway, and about 200 bytes more: 200-300 bytes for
-// a client's usual addresses, under 2 KiB at worst.
+// addresses (at most maxMemoMid), the payload's bytes (at most
+// maxMemoPayload, the info cache's while it holds them) and about 200
+// bytes more: 200-300 bytes of its own for a client's usual addresses.
 const maxMemoEntries = 256
 
 // maxMemoKey and maxMemoMid bound what one entry holds of its own: the
@@ -60,6 +64,13 @@ const (
 	maxMemoKey = 512
 	maxMemoMid = 1024
 )
+
+// maxMemoPayload is the largest result payload the memo keeps. The bytes
+// are the info cache's, shared, while it holds them; once it has started
+// over the memo alone holds them, so they count toward its bound. An
+// endpoint's disco#info is about 1.1 KB; a larger one is answered by the
+// fast path every time.
+const maxMemoPayload = 8 << 10
 
 // maxMemoID is the longest id a kept answer is written around; a longer
 // one (ids are a client's choice, usually a few bytes) takes the fast
@@ -88,7 +99,6 @@ type memoState struct {
 // out again from the stanza: the parsed addresses, the rate limits' key
 // for the sender and the metrics' series of the answer.
 type memoEntry struct {
-	state    memoState
 	head     string
 	mid      []byte
 	payload  []byte
@@ -97,9 +107,13 @@ type memoEntry struct {
 	series   metrics.IQSeries
 }
 
-// memoMap is one stream's memo. Only the read loop reads and writes it;
-// the idle release drops it whole (session.memo).
-type memoMap map[memoKey]*memoEntry
+// memoTable is one stream's memo: the answers kept under state. Only the
+// read loop reads and writes it; the idle release drops it whole
+// (session.memo).
+type memoTable struct {
+	state memoState
+	m     map[memoKey]*memoEntry
+}
 
 const (
 	resultHead = `<iq type="result" id="`
@@ -166,15 +180,15 @@ func (s *session) memoState() (memoState, bool) {
 // limits apply as on every path: one over them is refused here, as
 // dispatchIQ would refuse it.
 func (s *session) answerKept(k memoKey, id string) bool {
-	m := s.memo.Load()
-	if m == nil {
+	t := s.memo.Load()
+	if t == nil {
 		return false
 	}
-	e, ok := (*m)[k]
+	e, ok := t.m[k]
 	if !ok {
 		return false
 	}
-	if st, ok := s.memoState(); !ok || e.state != st {
+	if st, ok := s.memoState(); !ok || t.state != st {
 		return false
 	}
 	start := time.Now()
@@ -198,7 +212,7 @@ var memoAnswers atomic.Int64
 // returns it: a result whose payload is bytes, or an error of ours. It
 // returns nil, keeping nothing, for any other answer.
 func (s *session) memoize(k memoKey, st memoState, req *Request, payload xml.TokenReader, err error) *memoEntry {
-	e := &memoEntry{state: st, from: req.From, to: req.To, sender: s.g.senderOf(req.From),
+	e := &memoEntry{from: req.From, to: req.To, sender: s.g.senderOf(req.From),
 		series: metrics.IQSeriesOf(k.name.Space, err)}
 	if err != nil {
 		se, ok := surface.Wire(err)
@@ -215,7 +229,7 @@ func (s *session) memoize(k memoKey, st memoState, req *Request, payload xml.Tok
 			return nil
 		}
 		raw, ok := wire.FrozenBytes(payload)
-		if !ok {
+		if !ok || len(raw) > maxMemoPayload {
 			return nil
 		}
 		e.head, e.payload = resultHead, raw
@@ -237,13 +251,12 @@ func (s *session) memoize(k memoKey, st memoState, req *Request, payload xml.Tok
 	// element too: kept, they are copied.
 	k = memoKey{from: strings.Clone(k.from), to: strings.Clone(k.to), node: strings.Clone(k.node),
 		name: xml.Name{Space: strings.Clone(k.name.Space), Local: strings.Clone(k.name.Local)}}
-	m := s.memo.Load()
-	if m == nil || len(*m) >= maxMemoEntries {
-		fresh := make(memoMap)
-		m = &fresh
-		s.memo.Store(m)
+	t := s.memo.Load()
+	if t == nil || t.state != st || len(t.m) >= maxMemoEntries && t.m[k] == nil {
+		t = &memoTable{state: st, m: make(map[memoKey]*memoEntry)}
+		s.memo.Store(t)
 	}
-	(*m)[k] = e
+	t.m[k] = e
 	return e
 }
 
