@@ -91,13 +91,7 @@ func TestMemoAddressesDoNotPinStanza(t *testing.T) {
 func TestMemoErrorAsReplyError(t *testing.T) {
 	e := start(t, "")
 	to := "nobody@" + domain
-	// other='1' keeps the read out of the memo; the handler ignores it.
-	plain := e.srv.iq(mall, to, "get", `<query xmlns='http://jabber.org/protocol/disco#info' other='1'/>`)
-	memoRead(e, mall, to, discoInfo)
-	kept, hit := memoRead(e, mall, to, discoInfo)
-	if !hit {
-		t.Fatal("the not-found was not kept")
-	}
+	kept, plain := keptAndPlain(t, e, mall, to)
 	if got, want := namesOf(kept), namesOf(plain); got != want {
 		t.Errorf("kept error:\n%s\nreplyError:\n%s", got, want)
 	}
@@ -207,6 +201,22 @@ func TestMemoDomainLimit(t *testing.T) {
 
 // TestMemoResultAsReplyResult: a kept result, to a sender whose resource
 // needs escaping, is the stanza the unkept path writes, with the id sent.
+// keptAndPlain returns the answer to from's disco#info of to from the
+// memo, and the answer to the same read kept out of the memo by an
+// attribute the handler ignores (other='1').
+func keptAndPlain(t *testing.T, e *env, from, to string) (kept, plain wire.Element) {
+	t.Helper()
+	plain = e.srv.iq(from, to, "get", `<query xmlns='http://jabber.org/protocol/disco#info' other='1'/>`)
+	memoRead(e, from, to, discoInfo)
+	kept, hit := memoRead(e, from, to, discoInfo)
+	if !hit {
+		t.Fatal("the answer was not kept")
+	}
+	return kept, plain
+}
+
+// TestMemoResultAsReplyResult: a kept result to a resource that needs
+// escaping is the stanza the unkept path writes, addressed back to it.
 func TestMemoResultAsReplyResult(t *testing.T) {
 	e := start(t, "")
 	register(t, e.store, "a001", "Agent One", true)
@@ -214,12 +224,7 @@ func TestMemoResultAsReplyResult(t *testing.T) {
 	from := `carol@remote.example/l"a<p&t'op`
 	fromAttr := `carol@remote.example/l&quot;a&lt;p&amp;t&apos;op`
 	e.srv.iq(fromAttr, to, "get", discoInfo) // builds the store's index
-	plain := e.srv.iq(fromAttr, to, "get", `<query xmlns='http://jabber.org/protocol/disco#info' other='1'/>`)
-	memoRead(e, fromAttr, to, discoInfo)
-	kept, hit := memoRead(e, fromAttr, to, discoInfo)
-	if !hit {
-		t.Fatal("the result was not kept")
-	}
+	kept, plain := keptAndPlain(t, e, fromAttr, to)
 	if got, want := namesOf(kept), namesOf(plain); got != want {
 		t.Errorf("kept result:\n%s\nunkept:\n%s", got, want)
 	}
