@@ -42,17 +42,7 @@ func TestMalformedInputEndsStream(t *testing.T) {
 		`<message>&bogus;</message>`,
 	} {
 		t.Run(bad, func(t *testing.T) {
-			e := start(t, "")
-			e.srv.write(bad)
-			el := e.srv.next()
-			if el.Start.Name.Local != "error" || len(el.Children()) == 0 || el.Children()[0].Start.Name.Local != "not-well-formed" {
-				t.Fatalf("answer to malformed input: %s", marshal(t, el))
-			}
-			e.srv.accept()
-			got := marshal(t, e.srv.iq(alice, domain, "get", `<query xmlns='http://jabber.org/protocol/disco#info'/>`))
-			if !strings.Contains(got, "type='result'") {
-				t.Errorf("after reconnecting: %s", got)
-			}
+			streamErrorThenReconnect(t, bad, "not-well-formed")
 		})
 	}
 }
@@ -95,17 +85,25 @@ func TestBoundsEndStream(t *testing.T) {
 		"attributes": `<iq type='get' id='x' from='` + alice + `' to='` + domain + `'><query` + attrs + `/></iq>`,
 	} {
 		t.Run(name, func(t *testing.T) {
-			e := start(t, "")
-			e.srv.write(bad)
-			el := e.srv.next()
-			if el.Start.Name.Local != "error" || len(el.Children()) == 0 || el.Children()[0].Start.Name.Local != "policy-violation" {
-				t.Fatalf("answer: %s", marshal(t, el))
-			}
-			e.srv.accept()
-			got := marshal(t, e.srv.iq(alice, domain, "get", `<query xmlns='http://jabber.org/protocol/disco#info'/>`))
-			if !strings.Contains(got, "type='result'") {
-				t.Errorf("after reconnecting: %s", got)
-			}
+			streamErrorThenReconnect(t, bad, "policy-violation")
 		})
+	}
+}
+
+// streamErrorThenReconnect writes bad on a fresh gateway's stream and
+// checks that the gateway answers with the stream error condition, ends
+// the stream, and answers again once it has reconnected.
+func streamErrorThenReconnect(t *testing.T, bad, condition string) {
+	t.Helper()
+	e := start(t, "")
+	e.srv.write(bad)
+	el := e.srv.next()
+	if el.Start.Name.Local != "error" || len(el.Children()) == 0 || el.Children()[0].Start.Name.Local != condition {
+		t.Fatalf("answer to %.60q: %s, want the stream error %s", bad, marshal(t, el), condition)
+	}
+	e.srv.accept()
+	got := marshal(t, e.srv.iq(alice, domain, "get", `<query xmlns='http://jabber.org/protocol/disco#info'/>`))
+	if !strings.Contains(got, "type='result'") {
+		t.Errorf("after reconnecting: %s", got)
 	}
 }
