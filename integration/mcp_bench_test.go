@@ -105,9 +105,7 @@ func benchMCPAccount(b *testing.B) *mcpAccount {
 		b.Fatal(err)
 	}
 	a := &mcpAccount{jid: local + "@" + harness.HomeDomain, dir: b.TempDir()}
-	if err := os.WriteFile(filepath.Join(a.dir, "account.password"), []byte(password+"\n"), 0o600); err != nil {
-		b.Fatal(err)
-	}
+	writePasswordFile(b, a.dir)
 	a.config = filepath.Join(a.dir, "mcp.toml")
 	write := func(mcpKeys, accountKeys string) (string, error) {
 		body := fmt.Sprintf(`

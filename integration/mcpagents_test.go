@@ -45,9 +45,7 @@ type agentMCP struct {
 func writeAgentMCPConfig(t *testing.T, poll int) string {
 	t.Helper()
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "account.password"), []byte(password+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writePasswordFile(t, dir)
 	body := fmt.Sprintf(`
 [log]
 level = "debug"
@@ -372,9 +370,7 @@ func TestMCPAgentsNewVersion(t *testing.T) {
 	need(t)
 	ledger := withTaskEndpoints(t)
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "account.password"), []byte(password+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writePasswordFile(t, dir)
 	config := filepath.Join(dir, "mcp.toml")
 	body := fmt.Sprintf(`
 [log]
@@ -570,5 +566,14 @@ func TestMCPAgentsDefaultGateway(t *testing.T) {
 	send := connectHTTP(t, url, mcpSendToken)
 	if _, err := send.CallTool(context.Background(), &mcp.CallToolParams{Name: "ListAgents"}); err == nil || !strings.Contains(err.Error(), "Agents.Search") {
 		t.Fatalf("ListAgents with the send-only token: %v", err)
+	}
+}
+
+// writePasswordFile writes the test password to dir/account.password, the
+// password_file of the `agentgw mcp` configurations the tests write.
+func writePasswordFile(tb testing.TB, dir string) {
+	tb.Helper()
+	if err := os.WriteFile(filepath.Join(dir, "account.password"), []byte(password+"\n"), 0o600); err != nil {
+		tb.Fatal(err)
 	}
 }
