@@ -137,7 +137,7 @@ func memoKeyOf(el wire.Element) (k memoKey, id string, ok bool) {
 	k.name = p.Name
 	for _, a := range p.Attr {
 		switch {
-		case a.Name.Space == "xmlns", a.Name.Space == "" && a.Name.Local == "xmlns":
+		case wire.IsNSDecl(a.Name):
 		case a.Name.Space == "" && a.Name.Local == "node":
 			k.node = a.Value
 		default:

@@ -122,9 +122,9 @@ func (w *xmlWriter) closePending() {
 	}
 }
 
-// isNSDecl reports whether n is a namespace declaration as encoding/xml's
+// IsNSDecl reports whether n is a namespace declaration as encoding/xml's
 // decoder reports one (xmlns="…" or xmlns:p="…").
-func isNSDecl(n xml.Name) bool {
+func IsNSDecl(n xml.Name) bool {
 	return n.Space == "" && n.Local == "xmlns" || n.Space == "xmlns"
 }
 
@@ -140,7 +140,7 @@ func (w *xmlWriter) start(t xml.StartElement) {
 	// Marshal, sorted: ns1 is the first.
 	w.spaces = w.spaces[:0]
 	for _, a := range t.Attr {
-		if sp := a.Name.Space; sp != "" && !isNSDecl(a.Name) && sp != xmlNS && sp != "xml" && !slices.Contains(w.spaces, sp) {
+		if sp := a.Name.Space; sp != "" && !IsNSDecl(a.Name) && sp != xmlNS && sp != "xml" && !slices.Contains(w.spaces, sp) {
 			w.spaces = append(w.spaces, sp)
 		}
 	}
@@ -152,7 +152,7 @@ func (w *xmlWriter) start(t xml.StartElement) {
 		}
 		declared := 0
 		for _, a := range t.Attr {
-			if isNSDecl(a.Name) || a.Name.Local == "" {
+			if IsNSDecl(a.Name) || a.Name.Local == "" {
 				continue
 			}
 			switch sp := a.Name.Space; sp {
@@ -188,7 +188,7 @@ func (w *xmlWriter) startSorted(t xml.StartElement, declare bool) {
 		w.attrs = append(w.attrs, qattr{"xmlns:" + nsPrefix(i), sp})
 	}
 	for _, a := range t.Attr {
-		if isNSDecl(a.Name) || a.Name.Local == "" {
+		if IsNSDecl(a.Name) || a.Name.Local == "" {
 			continue
 		}
 		switch sp := a.Name.Space; sp {

@@ -241,7 +241,7 @@ func ParseFragment(s string) (Tokens, error) {
 			t = t.Copy()
 			attrs := t.Attr[:0]
 			for _, a := range t.Attr {
-				if !isNSDecl(a.Name) {
+				if !IsNSDecl(a.Name) {
 					attrs = append(attrs, a)
 				}
 			}
