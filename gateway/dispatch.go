@@ -374,17 +374,40 @@ var resultBufs = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return 
 // namespace (jabber:component:accept), as mellium's do.
 //
 // The envelope is built from bytes, not by a writer: this is the measured
-// hot path (issue 26), and the one place allowed to. Its values go through
-// wire's one escaper; payload was written by wire.AppendXML.
+// hot path (issue 26), and the one place allowed to (with the memo's
+// replies, which it shares writeIQBytes and appendReplyAddrs with). Its
+// values go through wire's one escaper; payload was written by
+// wire.AppendXML.
 func (s *session) writeResultBytes(req *Request, payload []byte, later bool) bool {
+	var buf [256]byte
+	return s.writeIQBytes(resultHead, req.ID, appendReplyAddrs(buf[:0], req), payload, later)
+}
+
+// resultHead and errorHead begin the IQs writeIQBytes writes.
+const (
+	resultHead = `<iq type="result" id="`
+	errorHead  = `<iq type="error" id="`
+)
+
+// appendReplyAddrs appends the rest of an answer's start tag after its id
+// to dst: `" from="` req's to, `" to="` req's from, `">`, escaped.
+func appendReplyAddrs(dst []byte, req *Request) []byte {
+	dst = append(dst, `" from="`...)
+	dst = wire.AppendAttrValue(dst, req.To.String())
+	dst = append(dst, `" to="`...)
+	dst = wire.AppendAttrValue(dst, req.From.String())
+	return append(dst, `">`...)
+}
+
+// writeIQBytes writes the IQ head, id escaped, addrs (appendReplyAddrs),
+// payload and "</iq>" in one write (writeBytes; later as there). It
+// reports false, having written nothing, when the stanza would be over
+// wire.MaxStanzaBytes.
+func (s *session) writeIQBytes(head, id string, addrs, payload []byte, later bool) bool {
 	bp := resultBufs.Get().(*[]byte)
-	b := append((*bp)[:0], `<iq type="result" id="`...)
-	b = wire.AppendAttrValue(b, req.ID)
-	b = append(b, `" from="`...)
-	b = wire.AppendAttrValue(b, req.To.String())
-	b = append(b, `" to="`...)
-	b = wire.AppendAttrValue(b, req.From.String())
-	b = append(b, `">`...)
+	b := append((*bp)[:0], head...)
+	b = wire.AppendAttrValue(b, id)
+	b = append(b, addrs...)
 	b = append(b, payload...)
 	b = append(b, "</iq>"...)
 	ok := len(b) <= wire.MaxStanzaBytes

@@ -115,11 +115,6 @@ type memoTable struct {
 	m     map[memoKey]*memoEntry
 }
 
-const (
-	resultHead = `<iq type="result" id="`
-	errorHead  = `<iq type="error" id="`
-)
-
 // memoKeyOf returns the memo key and the id of el, an IQ, and whether it
 // may be answered from the memo at all: a get with a 'from', an id of 1 to
 // maxMemoID bytes, addresses and node of at most maxMemoKey in all,
@@ -234,11 +229,7 @@ func (s *session) memoize(k memoKey, st memoState, req *Request, payload xml.Tok
 		}
 		e.head, e.payload = resultHead, raw
 	}
-	mid := append([]byte(nil), `" from="`...)
-	mid = wire.AppendAttrValue(mid, req.To.String())
-	mid = append(mid, `" to="`...)
-	mid = wire.AppendAttrValue(mid, req.From.String())
-	e.mid = append(mid, `">`...)
+	e.mid = appendReplyAddrs(nil, req)
 	if len(e.mid) > maxMemoMid {
 		return nil
 	}
@@ -260,22 +251,11 @@ func (s *session) memoize(k memoKey, st memoState, req *Request, payload xml.Tok
 	return e
 }
 
-// writeMemo writes e's answer with id, as writeResultBytes writes a
-// result: in one write, with the others of the same read. memoize kept
-// only answers that fit wire.MaxStanzaBytes around any id memoKeyOf lets
-// through.
+// writeMemo writes e's answer with id, in one write with the others of
+// the same read. memoize kept only answers that fit wire.MaxStanzaBytes
+// around any id memoKeyOf lets through.
 func (s *session) writeMemo(e *memoEntry, id string) {
-	bp := resultBufs.Get().(*[]byte)
-	b := append((*bp)[:0], e.head...)
-	b = wire.AppendAttrValue(b, id)
-	b = append(b, e.mid...)
-	b = append(b, e.payload...)
-	b = append(b, "</iq>"...)
-	_ = s.writeBytes(b, true)
-	if cap(b) <= 64<<10 {
-		*bp = b
-		resultBufs.Put(bp)
-	}
+	s.writeIQBytes(e.head, id, e.mid, e.payload, true)
 }
 
 // dropMemo forgets every kept answer (the idle release).
