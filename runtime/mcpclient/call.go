@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -374,6 +375,8 @@ func (e *execution) attempt(ctx context.Context, until time.Time) (again bool) {
 						_ = e.rep.Fail(failLost)
 					}
 				}
+				// No elicitation handler is left waiting on the ended call.
+				e.answerPending("cancel")
 				return
 			}
 		case <-cancelC:
@@ -381,8 +384,11 @@ func (e *execution) attempt(ctx context.Context, until time.Time) (again bool) {
 			if settled {
 				continue
 			}
+			// The driver stops the call first and only then answers a
+			// pending elicitation with "cancel": answered first, the tool
+			// could finish on that answer and its result overtake the
+			// cancellation.
 			cancelling = true
-			e.answerPending("cancel")
 			close(taskCancel)
 		case <-ctxDone:
 			// Settled by the gateway: stop the call, report nothing more,
@@ -414,17 +420,25 @@ func (e *execution) drive(ctx context.Context, s *session, cancel <-chan struct{
 	}
 	// A plain call is cancelled by cancelling its context: the go-sdk
 	// then sends notifications/cancelled with the request's ID.
+	// MCP: the sender of notifications/cancelled ignores any response
+	// that arrives afterwards, so once the caller has cancelled the call
+	// is cancelled, whatever the server still answers.
 	callCtx, stop := context.WithCancel(ctx)
 	defer stop()
+	var cancelled atomic.Bool
 	go func() {
 		select {
 		case <-cancel:
+			cancelled.Store(true)
 			stop()
+			e.answerPending("cancel")
 		case <-callCtx.Done():
 		}
 	}()
 	raw, rpcErr, err := e.callTool(callCtx, s, nil)
 	switch {
+	case cancelled.Load():
+		return outcome{cancelled: true}
 	case raw != nil:
 		return e.resultOutcome(raw)
 	case rpcErr != nil:

@@ -127,6 +127,7 @@ func (e *execution) driveTask(ctx context.Context, s *session, cancel <-chan str
 		select {
 		case <-cancel:
 			stopCreate()
+			e.answerPending("cancel")
 		case <-createCtx.Done():
 		}
 	}()
@@ -201,9 +202,14 @@ func (e *execution) driveTask(ctx context.Context, s *session, cancel <-chan str
 			cancelRequested = true
 			if !s.tasksCancel {
 				e.setNote("the server does not offer tasks/cancel; the task runs on")
+				e.answerPending("cancel")
 				continue
 			}
-			if _, err := s.taskCall(ctx, methodTasksCancel, id); err == nil {
+			_, err := s.taskCall(ctx, methodTasksCancel, id)
+			// Only now: answered before tasks/cancel, the task could
+			// finish on the answer first.
+			e.answerPending("cancel")
+			if err == nil {
 				// MCP: a successful tasks/cancel leaves the task
 				// cancelled, terminal.
 				return outcome{cancelled: true}
