@@ -71,6 +71,7 @@ func StartChat(ctx context.Context, cfg *config.Config, store *db.Store, gw *gat
 		Store:     store,
 		Send:      gw.SendChat,
 		Ready:     gw.WaitConnected,
+		Bounce:    gw.BounceChat,
 		Endpoints: eps,
 		Consent:   cfg.Chat.Consent,
 		QueueMax:  cfg.Chat.QueueMax,

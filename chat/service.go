@@ -73,6 +73,10 @@ type Options struct {
 	// stream to be up.
 	Send  func(xml.TokenReader) error
 	Ready func(context.Context) error
+	// Bounce answers a message (from, to, its id) the service does not
+	// take after all, because its endpoint is not active, exactly as the
+	// gateway answers one to a nonexistent JID. Nil: no answer.
+	Bounce func(from, to jid.JID, id string) error
 	// Endpoints are the endpoints whose chat is not off, by bare JID.
 	Endpoints map[string]Endpoint
 	// Consent is how long a message lets an endpoint write back.
@@ -177,6 +181,10 @@ func (s *Service) Bounced(pol *policy.Policy, from, to jid.JID, el wire.Element)
 	peer := from.Bare().String()
 	s.queue(func(ctx context.Context) {
 		dropped, err := s.opts.Store.ChatBounced(ctx, endpoint, peer)
+		if errors.Is(err, db.ErrChatInactive) {
+			// Nothing is kept for an endpoint that is not active.
+			return
+		}
 		if err != nil {
 			s.log.Error("chat: record a bounce", "endpoint", endpoint, "err", err)
 			return
@@ -212,7 +220,11 @@ func (s *Service) inbound(ctx context.Context, ep Endpoint, in Inbound) {
 	peer := in.From.Bare().String()
 	if in.Body == "" {
 		// A chat state, a receipt or a marker of the peer's client: no
-		// consent, no answer.
+		// consent, no answer; but to an endpoint that is not active, the
+		// bounce a nonexistent JID gets.
+		if _, err := s.opts.Store.ActiveSummary(ctx, endpoint); errors.Is(err, db.ErrNotFound) {
+			s.bounce(in)
+		}
 		return
 	}
 	if ep.Queue {
@@ -220,6 +232,10 @@ func (s *Service) inbound(ctx context.Context, ep Endpoint, in Inbound) {
 		return
 	}
 	handle, err := s.opts.Store.ChatInbound(ctx, endpoint, peer)
+	if errors.Is(err, db.ErrChatInactive) {
+		s.bounce(in)
+		return
+	}
 	if err != nil {
 		s.log.Error("chat: record an inbound message", "endpoint", endpoint, "err", err)
 		return
@@ -263,6 +279,19 @@ func (s *Service) inbound(ctx context.Context, ep Endpoint, in Inbound) {
 	s.kick()
 }
 
+// bounce answers in as the gateway answers a message to a nonexistent
+// JID: its endpoint is not active (deactivated or removed since the
+// configuration named it), and such an endpoint takes no chats. Take had
+// no way to know without asking the store, which the read loop does not.
+func (s *Service) bounce(in Inbound) {
+	if s.opts.Bounce == nil {
+		return
+	}
+	if err := s.opts.Bounce(in.From, in.To, in.ID); err != nil {
+		s.log.Debug("chat: bounce not sent", "endpoint", in.To.Bare().String(), "err", err)
+	}
+}
+
 // enqueue keeps a message for the endpoint's MCP clients and, once it is
 // committed, answers a receipt request.
 func (s *Service) enqueue(ctx context.Context, in Inbound) {
@@ -270,6 +299,10 @@ func (s *Service) enqueue(ctx context.Context, in Inbound) {
 	m := db.ChatIn{ID: NewID(), Endpoint: endpoint, Sender: in.From.String(), Recipient: in.To.String(), Type: in.Type,
 		Body: in.Body, Subject: in.Subject, Thread: in.Thread, Parent: in.Parent, Lang: in.Lang, StanzaID: in.ID}
 	_, dropped, err := s.opts.Store.ChatEnqueue(ctx, m, in.From.Bare().String(), max(s.opts.QueueMax, 1))
+	if errors.Is(err, db.ErrChatInactive) {
+		s.bounce(in)
+		return
+	}
 	if err != nil {
 		s.log.Error("chat: queue a message", "endpoint", endpoint, "err", err)
 		return
@@ -410,7 +443,7 @@ func (s *Service) sendBatch(ctx context.Context) (more bool, err error) {
 	for _, m := range batch {
 		// A bounce may have arrived since the message was queued.
 		if err := s.opts.Store.ChatConsent(ctx, m.Endpoint, m.Peer, s.opts.Consent); err != nil {
-			if errors.Is(err, db.ErrChatBlocked) || errors.Is(err, db.ErrChatNoConsent) {
+			if errors.Is(err, db.ErrChatBlocked) || errors.Is(err, db.ErrChatNoConsent) || errors.Is(err, db.ErrChatInactive) {
 				s.log.Info("chat: outbox message dropped", "endpoint", m.Endpoint, "reason", err.Error())
 				if err := s.opts.Store.ChatSent(ctx, m.Seq); err != nil {
 					return false, err

@@ -2,6 +2,7 @@ package chat_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/xml"
 	"path/filepath"
 	"strings"
@@ -25,6 +26,13 @@ func TestOutboxResendsAfterCrash(t *testing.T) {
 	}
 	defer store.Close()
 	const ep, peer = "demo@agents.example", "alice@home.example"
+	canon := []byte(`{"agent":{"jid":"demo@agents.example","name":"demo","version":"1"},"manifestSpecVersion":"0","tools":[]}`)
+	if _, err := store.RegisterVersion(ctx, db.Version{JID: ep, Version: "1", Hash: sha256.Sum256(canon), Canonical: canon, Name: "demo"}, db.OriginAdmin); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Activate(ctx, ep, "1", nil); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := store.ChatInbound(ctx, ep, peer); err != nil {
 		t.Fatal(err)
 	}

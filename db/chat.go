@@ -18,7 +18,43 @@ var (
 	// ErrChatBlocked: a message the endpoint sent bounced (XEP-0191), and
 	// the peer has not written since.
 	ErrChatBlocked = errors.New("a message to the recipient bounced (blocked or unavailable); it must write to this endpoint again first")
+	// ErrChatInactive: the endpoint has no active version (deactivated,
+	// removed or never registered). It takes no chats and sends none: a
+	// chat to it is bounced as one to a nonexistent JID. It is an
+	// ErrNotFound.
+	ErrChatInactive = fmt.Errorf("the endpoint is not active: %w", ErrNotFound)
 )
+
+// requireActive fails with ErrChatInactive unless endpoint has an active
+// version in tx's snapshot: every chat write checks it in its own
+// transaction, so no chat state is made for an endpoint that a removal
+// in between has taken away (RemoveEndpoint deletes it with the endpoint).
+func requireActive(ctx context.Context, tx *txn, endpoint string) error {
+	var n int
+	if err := tx.queryRow(ctx, `SELECT count(*) FROM active_endpoint WHERE jid = ?`, endpoint).Scan(&n); err != nil {
+		return fmt.Errorf("db: chat: is %s active: %w", endpoint, err)
+	}
+	if n == 0 {
+		return ErrChatInactive
+	}
+	return nil
+}
+
+// deleteChatState deletes everything the Human Messaging profile keeps for
+// endpoint: consent and blocks, the outbox and the queue. RemoveEndpoint
+// calls it in its transaction.
+func deleteChatState(ctx context.Context, tx *txn, endpoint string) error {
+	for _, q := range []string{
+		`DELETE FROM chat_contact WHERE endpoint_jid = ?`,
+		`DELETE FROM chat_outbox WHERE endpoint_jid = ?`,
+		`DELETE FROM chat_queue WHERE endpoint_jid = ?`,
+	} {
+		if _, err := tx.exec(ctx, q, endpoint); err != nil {
+			return fmt.Errorf("db: remove the chat state of %s: %w", endpoint, err)
+		}
+	}
+	return nil
+}
 
 // ChatOut is one message an endpoint sends, durable in the outbox until
 // sent (at least once: OriginID is the same on every try).
@@ -40,7 +76,8 @@ type ChatOut struct {
 // ChatInbound records that peer (a bare JID) wrote to endpoint: the
 // consent window starts again and a block recorded by ChatBounced ends. It
 // returns the conversation's handle: random, stable for the pair, and what
-// an answerer sees instead of the JID.
+// an answerer sees instead of the JID. An endpoint that is not active
+// records nothing: ErrChatInactive.
 func (s *Store) ChatInbound(ctx context.Context, endpoint, peer string) (handle string, err error) {
 	tx, err := s.beginWrite(ctx)
 	if err != nil {
@@ -57,6 +94,9 @@ func (s *Store) ChatInbound(ctx context.Context, endpoint, peer string) (handle 
 }
 
 func chatInbound(ctx context.Context, tx *txn, endpoint, peer string) (string, error) {
+	if err := requireActive(ctx, tx, endpoint); err != nil {
+		return "", err
+	}
 	var handle string
 	if err := tx.queryRow(ctx, `INSERT INTO chat_contact (endpoint_jid, peer, handle, last_inbound, blocked)
 		VALUES (?, ?, ?, ?, 0)
@@ -78,13 +118,17 @@ func newChatHandle() string {
 // ChatBounced records that a message endpoint sent to peer came back as
 // an error that means blocked or unreachable: the endpoint writes to peer
 // no more until peer writes again (ChatInbound). Messages to peer still in
-// the outbox are dropped; it returns how many.
+// the outbox are dropped; it returns how many. A bounce to an endpoint that
+// is not active records nothing (ErrChatInactive).
 func (s *Store) ChatBounced(ctx context.Context, endpoint, peer string) (dropped int64, err error) {
 	tx, err := s.beginWrite(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("db: chat bounced: %w", err)
 	}
 	defer tx.rollback()
+	if err := requireActive(ctx, tx, endpoint); err != nil {
+		return 0, err
+	}
 	if _, err := tx.exec(ctx, `INSERT INTO chat_contact (endpoint_jid, peer, handle, last_inbound, blocked)
 		VALUES (?, ?, ?, 0, 1)
 		ON CONFLICT (endpoint_jid, peer) DO UPDATE SET blocked = 1`, endpoint, peer, newChatHandle()); err != nil {
@@ -104,7 +148,8 @@ func (s *Store) ChatBounced(ctx context.Context, endpoint, peer string) (dropped
 // ChatConsent reports whether endpoint may write to peer (a bare JID):
 // nil if peer wrote within the window or is subscribed to the endpoint's
 // presence and no bounce since has blocked it; ErrChatBlocked or
-// ErrChatNoConsent otherwise.
+// ErrChatNoConsent otherwise, and ErrChatInactive for an endpoint that is
+// not active, which writes to nobody.
 func (s *Store) ChatConsent(ctx context.Context, endpoint, peer string, within time.Duration) error {
 	tx, err := s.beginRead(ctx)
 	if err != nil {
@@ -115,6 +160,9 @@ func (s *Store) ChatConsent(ctx context.Context, endpoint, peer string, within t
 }
 
 func chatConsent(ctx context.Context, tx *txn, endpoint, peer string, within time.Duration) error {
+	if err := requireActive(ctx, tx, endpoint); err != nil {
+		return err
+	}
 	var last int64
 	var blocked int
 	err := tx.queryRow(ctx, `SELECT last_inbound, blocked FROM chat_contact

@@ -96,7 +96,9 @@ func (s *Store) RemoveVersion(ctx context.Context, jid, version string) error {
 }
 
 // RemoveEndpoint deactivates the endpoint, removes every version with a
-// tombstone each, and deletes the endpoint with its presence subscriptions.
+// tombstone each, and deletes the endpoint with its presence subscriptions
+// and its chat state (consent, blocks, outbox and queue), so that an
+// endpoint made again under the same JID starts with none of it.
 // Nothing is removed if any version is retained (ErrRetained). An unknown
 // endpoint is ErrNotFound.
 func (s *Store) RemoveEndpoint(ctx context.Context, jid string) error {
@@ -124,6 +126,9 @@ func (s *Store) RemoveEndpoint(ctx context.Context, jid string) error {
 	}
 	if _, err := tx.exec(ctx, "DELETE FROM endpoint WHERE jid = ?", jid); err != nil {
 		return fmt.Errorf("db: remove endpoint %s: %w", jid, err)
+	}
+	if err := deleteChatState(ctx, tx, jid); err != nil {
+		return err
 	}
 	if err := tx.commit(); err != nil {
 		return fmt.Errorf("db: remove endpoint: %w", err)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"agentgw/chat"
+	"agentgw/surface"
 	"agentgw/wire"
 
 	"mellium.im/xmpp/jid"
@@ -25,6 +26,21 @@ func (g *Gateway) AttachChat(c *chat.Service) {
 // endpoint, on the live stream, or fails with ErrStreamLost.
 func (g *Gateway) SendChat(r xml.TokenReader) error {
 	return g.sendStanza(r)
+}
+
+// BounceChat answers a message from from to to, with the stanza id id,
+// as a message to a nonexistent endpoint is answered (dispatchMessage):
+// the chat service calls it for a message it took before finding its
+// endpoint not active. It fails with ErrStreamLost when no stream is up.
+func (g *Gateway) BounceChat(from, to jid.JID, id string) error {
+	return g.sendStanza(messageBounce(from, to, id))
+}
+
+// messageBounce is the one answer to a message the gateway does not take:
+// <service-unavailable/> from the addressed JID, without the body.
+func messageBounce(from, to jid.JID, id string) xml.TokenReader {
+	msg := stanza.Message{ID: id, From: to, To: from, Type: stanza.ErrorMessage}
+	return msg.Wrap(surface.ErrServiceUnavailable.TokenReader())
 }
 
 // chatTakes reports whether the chat service takes a message of type typ

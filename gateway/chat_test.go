@@ -192,3 +192,61 @@ func TestChatNormalMessage(t *testing.T) {
 		t.Errorf("answer to a normal message: %s", answer)
 	}
 }
+
+// TestChatInactiveBounces: an endpoint the configuration names for chat,
+// once deactivated or removed, takes no chats: a message with a body and
+// a bare chat state get the bounce of a nonexistent JID, byte for byte but
+// for the addressing, and nothing is recorded for it. Made again under the
+// same JID it answers, and has inherited no consent.
+func TestChatInactiveBounces(t *testing.T) {
+	e, _ := startChat(t)
+	ctx := context.Background()
+	ep := "a001@" + domain
+	nonexistent := bounceOf(t, e, alice, "nobody@"+domain)
+	// alice wrote once: consent.
+	e.srv.write(`<message xmlns='jabber:component:accept' type='normal' id='n0' from='` + alice + `' to='` + ep + `'><body>first</body></message>`)
+	if a := marshal(t, e.srv.next()); !strings.Contains(a, "You said: first") {
+		t.Fatalf("answer: %s", a)
+	}
+	chatState := func() string {
+		t.Helper()
+		e.srv.write(`<message xmlns='jabber:component:accept' type='chat' id='s1' from='` + alice + `' to='` + ep + `'><composing xmlns='http://jabber.org/protocol/chatstates'/></message>`)
+		el := e.srv.next()
+		if typ, _ := el.AttrValue("type"); typ != "error" {
+			t.Fatalf("chat state to an inactive endpoint: want a bounce, got %s", marshal(t, el))
+		}
+		return stanzaAddrs.ReplaceAllString(marshal(t, el), "")
+	}
+	stateBounce := stanzaAddrs.ReplaceAllString(func() string {
+		e.srv.write(`<message xmlns='jabber:component:accept' type='chat' id='s0' from='` + alice + `' to='nobody@` + domain + `'><composing xmlns='http://jabber.org/protocol/chatstates'/></message>`)
+		return marshal(t, e.srv.next())
+	}(), "")
+
+	if err := e.store.Deactivate(ctx, ep); err != nil {
+		t.Fatal(err)
+	}
+	if got := bounceOf(t, e, alice, ep); got != nonexistent {
+		t.Errorf("deactivated endpoint:\n%s\nnonexistent endpoint:\n%s", got, nonexistent)
+	}
+	if got := chatState(); got != stateBounce {
+		t.Errorf("chat state to a deactivated endpoint:\n%s\nnonexistent endpoint:\n%s", got, stateBounce)
+	}
+	if err := e.store.RemoveEndpoint(ctx, ep); err != nil {
+		t.Fatal(err)
+	}
+	if got := bounceOf(t, e, alice, ep); got != nonexistent {
+		t.Errorf("removed endpoint:\n%s\nnonexistent endpoint:\n%s", got, nonexistent)
+	}
+	if err := e.store.ChatConsent(ctx, ep, "alice@home.example", time.Hour); !errors.Is(err, db.ErrChatInactive) {
+		t.Errorf("consent of a removed endpoint: %v", err)
+	}
+
+	register(t, e.store, "a001", "Agent 1", true) // a tombstone allows only the same content
+	if err := e.store.ChatConsent(ctx, ep, "alice@home.example", time.Hour); !errors.Is(err, db.ErrChatNoConsent) {
+		t.Errorf("re-created endpoint inherited consent: %v", err)
+	}
+	e.srv.write(`<message xmlns='jabber:component:accept' type='normal' id='n1' from='` + alice + `' to='` + ep + `'><body>again</body></message>`)
+	if a := marshal(t, e.srv.next()); !strings.Contains(a, "You said: again") {
+		t.Fatalf("answer of the re-created endpoint: %s", a)
+	}
+}

@@ -333,8 +333,7 @@ func (s *session) dispatchMessage(el wire.Element) {
 	if s.g.chatTakes(from, to, typ, el) {
 		return
 	}
-	msg := stanza.Message{ID: id, From: to, To: from, Type: stanza.ErrorMessage}
-	s.quick(func() { s.send(msg.Wrap(surface.ErrServiceUnavailable.TokenReader())) })
+	s.quick(func() { s.send(messageBounce(from, to, id)) })
 }
 
 // replyResult answers req from the JID it was addressed to.
