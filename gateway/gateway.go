@@ -25,6 +25,7 @@ import (
 	"agentgw/db"
 	"agentgw/directory"
 	"agentgw/legacy"
+	"agentgw/metrics"
 	"agentgw/policy"
 	"agentgw/taskd"
 	"agentgw/wire"
@@ -138,6 +139,8 @@ func New(opts Options, store *db.Store, log *slog.Logger) *Gateway {
 	g.dial = g.dialServer
 	g.policy.Store(opts.Policy)
 	g.buildRoutes()
+	// The metrics label of every routed namespace, from the same table.
+	metrics.UseIQKinds(metricsKinds(surfaces))
 	return g
 }
 

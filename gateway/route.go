@@ -112,10 +112,15 @@ func routeTable(list []protocol, at string, pick func(protocol) ([]iqRoute, []st
 	return table, features(fs...)
 }
 
-func init() {
-	for ns, kind := range iqKinds(surfaces) {
-		metrics.RegisterIQKind(ns, kind)
+// metricsKinds are the metrics labels of list's namespaces (iqKinds) as
+// the value metrics counts under; New puts them in force. A label metrics
+// refuses is a programming error, like those iqKinds panics on.
+func metricsKinds(list []protocol) metrics.IQKinds {
+	k, err := metrics.NewIQKinds(iqKinds(list))
+	if err != nil {
+		panic("gateway: " + err.Error())
 	}
+	return k
 }
 
 // iqKinds is the metrics label of every payload namespace list routes,

@@ -24,7 +24,7 @@ import (
 // surface routes nothing (routeTable), so what is advertised is derived
 // from what is routed. The read loop's hot reads (fastIQs) are the IQs of
 // the surfaces marked fromMemory, and the metrics label of each namespace
-// is its surface's kinds (iqKinds, registered with metrics at init): an IQ
+// is its surface's kinds (iqKinds, made a metrics.IQKinds value by New): an IQ
 // added here joins no other list. Some features depend on the request and are added
 // per disco#info by the handlers: an endpoint's task features, only with a
 // runtime (taskEndpointFeatures, and taskToolFeatures for tool nodes), its

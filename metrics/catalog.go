@@ -57,33 +57,43 @@ func (process) write(w io.Writer) {
 	fmt.Fprintf(w, "agentgw_heap_bytes %d\n", ms.HeapAlloc)
 }
 
-// iqKinds names the payload namespaces the gateway answers, as the
-// gateway's surface table labels them (gateway/surfaces.go, registered at
-// its init); any other is "other", so a peer cannot create series.
-var iqKinds = map[string]string{}
+// IQKinds is the metrics label (the kind of agentgw_iq_requests_total) of
+// each IQ payload namespace the gateway answers. It is a value: the gateway
+// builds it from its surface table (NewIQKinds) where it is constructed,
+// and puts it in force with UseIQKinds; no init function fills a table.
+type IQKinds struct{ byNS map[string]string }
 
 // kindRE is what a kind label may be.
 var kindRE = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 
-// RegisterIQKind counts the IQ requests whose payload namespace is ns
-// under the label kind. Call it from an init function only: IQ reads the
-// labels without a lock, on every stanza. A namespace or a kind
-// registered twice, "other", and a kind that is not [a-z][a-z0-9_]* are
-// programming errors: it panics.
-func RegisterIQKind(ns, kind string) {
-	if !kindRE.MatchString(kind) || kind == "other" {
-		panic(fmt.Sprintf("metrics: IQ kind %q for %s: want [a-z][a-z0-9_]*, not other", kind, ns))
-	}
-	if prev, ok := iqKinds[ns]; ok {
-		panic(fmt.Sprintf("metrics: namespace %s registered as %s and as %s", ns, prev, kind))
-	}
-	for n, k := range iqKinds {
-		if k == kind {
-			panic(fmt.Sprintf("metrics: IQ kind %s registered for %s and for %s", kind, n, ns))
+// NewIQKinds makes the labels byNS (kind by payload namespace) into an
+// IQKinds. A kind that is "other" (the label of every namespace not
+// listed), that is not [a-z][a-z0-9_]*, or that two namespaces share is an
+// error.
+func NewIQKinds(byNS map[string]string) (IQKinds, error) {
+	k := IQKinds{byNS: make(map[string]string, len(byNS))}
+	owner := make(map[string]string, len(byNS))
+	for ns, kind := range byNS {
+		if !kindRE.MatchString(kind) || kind == "other" {
+			return IQKinds{}, fmt.Errorf("metrics: IQ kind %q for %s: want [a-z][a-z0-9_]*, not other", kind, ns)
 		}
+		if prev, dup := owner[kind]; dup {
+			return IQKinds{}, fmt.Errorf("metrics: IQ kind %s given to %s and to %s", kind, min(prev, ns), max(prev, ns))
+		}
+		owner[kind], k.byNS[ns] = ns, kind
 	}
-	iqKinds[ns] = kind
+	return k, nil
 }
+
+// iqKinds is the table in force (UseIQKinds); before any, every IQ counts
+// as "other". IQ reads it with one atomic load, on every stanza.
+var iqKinds atomic.Pointer[IQKinds]
+
+// UseIQKinds makes k the labels IQ and IQSeriesOf count under; a peer's
+// namespace that k does not list is "other", so peers cannot create
+// series. Every gateway of a process builds the same k from the same
+// table, so a second call changes nothing.
+func UseIQKinds(k IQKinds) { iqKinds.Store(&k) }
 
 // IQ records an answered IQ request with the payload namespace ns and the
 // handler's error (nil for a result). took < 0 records no latency: the
@@ -97,7 +107,10 @@ func IQ(ns string, err error, took time.Duration) {
 }
 
 func iqLabels(ns string, err error) (kind, outcome string) {
-	kind, ok := iqKinds[ns]
+	ok := false
+	if k := iqKinds.Load(); k != nil {
+		kind, ok = k.byNS[ns]
+	}
 	if !ok {
 		kind = "other"
 	}

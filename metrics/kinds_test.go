@@ -1,35 +1,40 @@
 package metrics_test
 
 import (
+	"os"
 	"testing"
 
 	"agentgw/metrics"
 )
 
-// The kinds these tests count under; in the binary the gateway registers
-// every kind from its surface table.
-func init() {
-	metrics.RegisterIQKind("http://jabber.org/protocol/disco#info", "disco_info")
-	metrics.RegisterIQKind("urn:xmpp:ping", "ping")
+// TestMain puts in force the kinds these tests count under; in the binary
+// the gateway builds them from its surface table when it is constructed.
+func TestMain(m *testing.M) {
+	k, err := metrics.NewIQKinds(map[string]string{
+		"http://jabber.org/protocol/disco#info": "disco_info",
+		"urn:xmpp:ping":                         "ping",
+	})
+	if err != nil {
+		panic(err)
+	}
+	metrics.UseIQKinds(k)
+	os.Exit(m.Run())
 }
 
-// TestRegisterIQKindPanics: a namespace or a kind registered twice, and a
-// kind that is "other" or no label, never make series.
-func TestRegisterIQKindPanics(t *testing.T) {
-	for _, c := range []struct{ ns, kind string }{
-		{"urn:xmpp:ping", "ping2"},     // namespace twice
-		{"urn:example:a", "ping"},      // kind twice
-		{"urn:example:b", "other"},     // the catch-all
-		{"urn:example:c", "Has Space"}, // not a label
-		{"urn:example:d", ""},          // empty
+// TestNewIQKindsRefuses: a kind two namespaces share, "other", and a kind
+// that is no label are refused; a good table is not.
+func TestNewIQKindsRefuses(t *testing.T) {
+	for _, byNS := range []map[string]string{
+		{"urn:xmpp:ping": "ping", "urn:example:a": "ping"}, // kind twice
+		{"urn:example:b": "other"},                         // the catch-all
+		{"urn:example:c": "Has Space"},                     // not a label
+		{"urn:example:d": ""},                              // empty
 	} {
-		func() {
-			defer func() {
-				if recover() == nil {
-					t.Errorf("RegisterIQKind(%q, %q) did not panic", c.ns, c.kind)
-				}
-			}()
-			metrics.RegisterIQKind(c.ns, c.kind)
-		}()
+		if _, err := metrics.NewIQKinds(byNS); err == nil {
+			t.Errorf("NewIQKinds(%v) took it", byNS)
+		}
+	}
+	if _, err := metrics.NewIQKinds(map[string]string{"urn:xmpp:ping": "ping", "urn:example:e": "e_2"}); err != nil {
+		t.Errorf("NewIQKinds of a good table: %v", err)
 	}
 }
