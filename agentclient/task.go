@@ -206,7 +206,9 @@ func CanonicalInput(answer []byte) ([]byte, error) {
 		MaxManifestBytes: task.DefaultMaxInputBytes, MaxStringBytes: task.DefaultMaxInputBytes,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("input: %w", err)
+		// Not %w: the error of package manifest says "manifest", and an
+		// answer is none (inputError).
+		return nil, fmt.Errorf("input: not valid JSON: %s", inputError(err))
 	}
 	return canon, nil
 }
@@ -241,7 +243,7 @@ func (in InputRequest) Validate(canon []byte) error {
 		return nil
 	}
 	if err := ValidateJSON(s, canon); err != nil {
-		return fmt.Errorf("the answer does not satisfy the requested schema: %w", err)
+		return fmt.Errorf("the answer does not satisfy the requested schema: %s", inputError(err))
 	}
 	return nil
 }

@@ -62,12 +62,20 @@ commands:
 // errUsage marks a usage error: exit code 2 and the usage text.
 var errUsage = errors.New("usage")
 
+// errBadArg marks a usage error whose message is clear on its own, such
+// as an argument that is no JSON or no JID: exit code 2, the message, and
+// no usage text.
+var errBadArg = errors.New("bad argument")
+
 // Main runs one command and returns the process exit code.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	err := run(ctx, args, stdout, stderr)
 	switch {
 	case err == nil:
 		return exitOK
+	case errors.Is(err, errBadArg):
+		fmt.Fprintln(stderr, "agentgw:"+strings.TrimPrefix(strings.TrimPrefix(err.Error(), errBadArg.Error()), ":"))
+		return exitUsage
 	case errors.Is(err, errUsage):
 		if msg := strings.TrimPrefix(err.Error(), errUsage.Error()); msg != "" {
 			fmt.Fprintln(stderr, "agentgw:"+strings.TrimPrefix(msg, ":"))

@@ -109,3 +109,18 @@ func TestUsageAndConfigErrors(t *testing.T) {
 		t.Errorf("check-config good: %d %q", code, out)
 	}
 }
+
+// TestBadEndpointArgument: a bad JID to a client command is a usage error
+// (exit 2) that says what is wrong in one line, without the usage text,
+// and before any login.
+func TestBadEndpointArgument(t *testing.T) {
+	for _, args := range [][]string{
+		{"client", "-jid", "alice@home.example", "chat", "not a jid", "hi"},
+		{"client", "-jid", "alice@home.example", "call", "not a jid", "echo", "{}"},
+	} {
+		code, _, errs := run(t, args...)
+		if code != 2 || strings.Count(strings.TrimSpace(errs), "\n") != 0 || !strings.Contains(errs, "is not an endpoint") || strings.Contains(errs, "usage:") {
+			t.Errorf("%q: exit %d, stderr:\n%s", args, code, errs)
+		}
+	}
+}

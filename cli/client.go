@@ -41,8 +41,13 @@ type clientCmd struct {
 	stdin       io.Reader
 	interactive bool
 	// hint is the command prefix printed in suggestions, such as
-	// "agentgw client -jid alice@home.example".
+	// "demo/agentgw client -jid alice@home.example -password-file alice.pw":
+	// the binary as it was invoked and the flags this command logged in
+	// with, so that it can be pasted (clientHint).
 	hint string
+	// hintNote, if set, says what the hint needs besides: the password
+	// in $AGENTGW_PASSWORD, which is never printed.
+	hintNote string
 }
 
 // clientIO is what a client command reads and writes besides XMPP.
@@ -53,11 +58,14 @@ type clientIO struct {
 	interactive bool
 	// dial replaces the login built from the flags (tests).
 	dial dialFunc
+	// self is the binary as invoked (os.Args[0]), for the commands the
+	// client prints; "" is "agentgw".
+	self string
 }
 
 func runClient(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	interactive := isTerminal(os.Stdin) && isTerminal(os.Stdout)
-	return runClientIO(ctx, args, clientIO{stdout: stdout, stderr: stderr, stdin: os.Stdin, interactive: interactive})
+	return runClientIO(ctx, args, clientIO{stdout: stdout, stderr: stderr, stdin: os.Stdin, interactive: interactive, self: os.Args[0]})
 }
 
 // isTerminal reports whether f looks like a terminal: a character device
@@ -128,11 +136,9 @@ func runClientIO(ctx context.Context, args []string, cio clientIO) error {
 		return fmt.Errorf("client: %w", err)
 	}
 	defer func() { s.c.Close() }()
-	hint := "agentgw client -jid " + j.Bare().String()
-	if *server != "" {
-		hint += " -server " + *server
-	}
-	cmd := &clientCmd{s: s, stdout: cio.stdout, stderr: cio.stderr, json: *asJSON, stdin: cio.stdin, interactive: cio.interactive && !*asJSON, hint: hint}
+	hint, note := clientHint(cio.self, j, *server, *pwFile)
+	cmd := &clientCmd{s: s, stdout: cio.stdout, stderr: cio.stderr, json: *asJSON, stdin: cio.stdin, interactive: cio.interactive && !*asJSON,
+		hint: hint, hintNote: note}
 	cmd.ac = &agentclient.Client{Conn: s, Notice: cmd.notice}
 	return run(ctx, cmd, j)
 }
@@ -192,12 +198,48 @@ func clientCommand(args []string) (clientRun, error) {
 }
 
 // endpointArg checks an endpoint argument: a bare JID with a localpart.
+// A bad one is a usage error whose message says it all (errBadArg): the
+// usage text would bury it.
 func endpointArg(s string) (jid.JID, error) {
 	j, err := jid.Parse(s)
 	if err != nil || j.Localpart() == "" || j.Resourcepart() != "" {
-		return jid.JID{}, fmt.Errorf("%w: client: %q is not an endpoint (a bare JID such as demo@agents.example)", errUsage, s)
+		return jid.JID{}, fmt.Errorf("%w: client: %q is not an endpoint (a bare JID such as demo@agents.example)", errBadArg, s)
 	}
 	return j, nil
+}
+
+// clientHint is the command prefix the client prints in suggestions (the
+// input command of a pending request, state, …), as one pastes it: self,
+// the binary as invoked, and the flags this command logged in with. The
+// password is never in it: it names the password file, or, for a password
+// from $AGENTGW_PASSWORD, note says that the variable must be set.
+func clientHint(self string, account jid.JID, server, pwFile string) (hint, note string) {
+	if self == "" {
+		self = "agentgw"
+	}
+	args := []string{self, "client", "-jid", account.Bare().String()}
+	if server != "" {
+		args = append(args, "-server", server)
+	}
+	if pwFile != "" {
+		args = append(args, "-password-file", pwFile)
+	} else {
+		note = "with AGENTGW_PASSWORD set, as for this command"
+	}
+	for i, a := range args {
+		args[i] = shellQuote(a)
+	}
+	return strings.Join(args, " "), note
+}
+
+// shellQuote quotes s for a POSIX shell where it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("@%+=:,./_-", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // readPassword takes the password from a file or from AGENTGW_PASSWORD;
@@ -282,7 +324,11 @@ func (cmd *clientCmd) discover(ctx context.Context, target string, direct bool) 
 		return nil
 	}
 	for _, gl := range out {
-		cmd.printf("gateway %s (%s): %d visible endpoints\n", gl.Gateway, agentclient.SafeText(gl.Name, 100), gl.Count)
+		noun := "visible endpoints"
+		if gl.Count == 1 {
+			noun = "visible endpoint"
+		}
+		cmd.printf("gateway %s (%s): %d %s\n", gl.Gateway, agentclient.SafeText(gl.Name, 100), gl.Count, noun)
 		tw := tabwriter.NewWriter(cmd.stdout, 0, 4, 2, ' ', 0)
 		for _, e := range gl.Endpoints {
 			fmt.Fprintf(tw, "  %s\t%s\n", e.JID, agentclient.SafeText(e.Name, 100))

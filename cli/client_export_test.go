@@ -18,6 +18,8 @@ type ClientIO struct {
 	Interactive bool
 	// Dial replaces the login.
 	Dial func(ctx context.Context) (Conn, error)
+	// Self is the binary as invoked (os.Args[0] in the binary).
+	Self string
 }
 
 // RunClient runs `agentgw client ARGS` with cio.
@@ -27,7 +29,7 @@ func RunClient(ctx context.Context, args []string, cio ClientIO) error {
 		stdin = strings.NewReader("")
 	}
 	return runClientIO(ctx, args, clientIO{
-		stdout: cio.Stdout, stderr: cio.Stderr, stdin: stdin, interactive: cio.Interactive,
+		stdout: cio.Stdout, stderr: cio.Stderr, stdin: stdin, interactive: cio.Interactive, self: cio.Self,
 		dial: func(ctx context.Context) (conn, error) { return cio.Dial(ctx) },
 	})
 }

@@ -189,16 +189,33 @@ func (f *follower) announceInput() {
 		if in.ExpiresAt != "" {
 			f.cmd.printf("    expires: %s\n", agentclient.SafeText(in.ExpiresAt, 64))
 		}
-		f.cmd.printf("    answer from any resource of this account with:\n      %s input %s %s %s 'JSON'\n",
-			f.cmd.hint, f.endpoint, f.taskID, in.RequestID)
+		answer := "'JSON'"
+		if ex := in.Example(); ex != "" {
+			answer = shellQuote(ex)
+		}
+		f.cmd.printf("    answer from any resource of this account with:\n      %s input %s %s %s %s\n",
+			f.cmd.hint, f.endpoint, f.taskID, in.RequestID, answer)
+		if f.cmd.hintNote != "" {
+			f.cmd.printf("      (%s)\n", f.cmd.hintNote)
+		}
 	}
 	if f.cmd.interactive {
-		f.cmd.printf("answer (one line of JSON): ")
+		f.cmd.printf("%s", f.prompt(in))
 		if f.answers == nil {
 			f.answers = make(chan string)
 			go readLines(f.cmd.stdin, f.answers)
 		}
 	}
+}
+
+// prompt is what the terminal shows before reading an answer: plain text
+// where the schema is one string property (TextAnswer wraps it), one line
+// of JSON otherwise.
+func (f *follower) prompt(in *agentclient.InputRequest) string {
+	if in.TakesText() {
+		return "answer (text): "
+	}
+	return "answer (one line of JSON): "
 }
 
 // readLines sends each line of r to out, until r ends.
@@ -218,12 +235,9 @@ func (f *follower) answer(ctx context.Context, line string) {
 		f.cmd.printf("no input is pending; ignored\n")
 		return
 	}
-	canon, err := agentclient.CanonicalInput([]byte(line))
-	if err == nil {
-		err = in.Validate(canon)
-	}
+	canon, err := in.TextAnswer(line)
 	if err != nil {
-		f.cmd.printf("%v\nanswer (one line of JSON): ", err)
+		f.cmd.printf("%v\n%s", err, f.prompt(in))
 		return
 	}
 	ack, err := f.cmd.ac.ProvideInput(ctx, f.endpoint, f.taskID, in.RequestID, canon, f.tr.Revision)

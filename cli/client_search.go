@@ -71,7 +71,11 @@ func (cmd *clientCmd) search(ctx context.Context, gateway, text string) error {
 	if cmd.json {
 		return cmd.emit(out)
 	}
-	cmd.printf("%d endpoints match at %s\n", out.Count, gateway)
+	noun := "endpoints match"
+	if out.Count == 1 {
+		noun = "endpoint matches"
+	}
+	cmd.printf("%d %s at %s\n", out.Count, noun, gateway)
 	tw := tabwriter.NewWriter(cmd.stdout, 0, 4, 2, ' ', 0)
 	for _, it := range out.Items {
 		fmt.Fprintf(tw, "  %s\t%s\n", agentclient.SafeText(it.JID, 200), agentclient.SafeText(it.Name, 100))

@@ -292,12 +292,19 @@ func TestInputFromAnotherResource(t *testing.T) {
 	var out, errs syncBuffer
 	done := make(chan error, 1)
 	go func() {
-		done <- f.runClientIO(userJID, cli.ClientIO{Stdout: &out, Stderr: &errs}, "call", demoJID, "ask", `{"question":"Your name?"}`)
+		done <- f.runClientIO(userJID, cli.ClientIO{Stdout: &out, Stderr: &errs, Self: "demo/agent gw"},
+			"-password-file", "demo/bob.password", "call", demoJID, "ask", `{"question":"Your name?"}`)
 	}()
 	tk := f.waitTask(task.StateInputRequired)
 	waitOutput(t, &out, "answer from any resource of this account with:")
-	if !strings.Contains(out.String(), "input "+demoJID+" "+tk.ID+" "+tk.Pending.ID) {
-		t.Fatalf("no answer hint:\n%s", out.String())
+	// The command can be pasted: the binary as invoked, quoted for the
+	// shell, the password file it used, and an answer of the schema's
+	// shape.
+	if want := "'demo/agent gw' client -jid " + userJID + " -password-file demo/bob.password input " + demoJID + " " + tk.ID + " " + tk.Pending.ID + ` '{"answer": "…"}'`; !strings.Contains(out.String(), want) {
+		t.Fatalf("no answer hint %s:\n%s", want, out.String())
+	}
+	if strings.Contains(out.String(), "AGENTGW_PASSWORD") {
+		t.Errorf("the hint names AGENTGW_PASSWORD though a password file was used:\n%s", out.String())
 	}
 	// A wrong answer is refused locally; a stale request ID is refused.
 	if _, _, err := f.runClient(userJID, "input", demoJID, tk.ID, tk.Pending.ID, `{"answer":1}`); err == nil || !strings.Contains(err.Error(), "does not satisfy the requested schema") {
@@ -329,15 +336,24 @@ func TestInputFromAnotherResource(t *testing.T) {
 func TestInputPrompt(t *testing.T) {
 	f := newFakeTarget(t)
 	var out, errs syncBuffer
-	stdin := strings.NewReader("not json\n{\"answer\":7}\n{\"answer\":\"seven\"}\n")
+	// A JSON object of the wrong shape is refused with what is expected;
+	// plain text answers the schema's one string property.
+	stdin := strings.NewReader("{\"answer\":7}\nseven\n")
 	err := f.runClientIO(userJID, cli.ClientIO{Stdout: &out, Stderr: &errs, Stdin: stdin, Interactive: true},
 		"call", demoJID, "ask", `{"question":"How many?"}`)
 	if err != nil {
 		t.Fatalf("call: %v\n%s%s", err, out.String(), errs.String())
 	}
 	o := out.String()
-	if strings.Count(o, "answer (one line of JSON): ") != 3 || !strings.Contains(o, "input accepted at revision 3") || !strings.Contains(o, "  seven\n") {
+	if strings.Count(o, "answer (text): ") != 2 || !strings.Contains(o, "input accepted at revision 3") || !strings.Contains(o, "  seven\n") {
 		t.Fatalf("output:\n%s", o)
+	}
+	if !strings.Contains(o, `such as {"answer": "…"}`) || strings.Contains(o, "manifest") {
+		t.Errorf("the refusal does not show the expected JSON, or speaks of a manifest:\n%s", o)
+	}
+	// Without -password-file the hint says the variable is needed.
+	if !strings.Contains(o, "with AGENTGW_PASSWORD set") {
+		t.Errorf("no password note:\n%s", o)
 	}
 }
 

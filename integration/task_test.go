@@ -425,11 +425,11 @@ func testDiscoverySubcommands(t *testing.T) {
 		t.Fatalf("search: %v\n%s%s", err, out, errs)
 	}
 	out, errs, err = runClient(t, w, "bob", harness.RemoteDomain, "search", "-gateway", harness.ComponentDomain, "demo")
-	if err != nil || !strings.Contains(out, "1 endpoints match") || !strings.Contains(out, demoEndpoint) {
+	if err != nil || !strings.Contains(out, "1 endpoint matches") || !strings.Contains(out, demoEndpoint) {
 		t.Fatalf("bob's search: %v\n%s%s", err, out, errs)
 	}
 	out, errs, err = runClient(t, w, "bob", harness.RemoteDomain, "discover", harness.ComponentDomain)
-	if err != nil || !strings.Contains(out, "1 visible endpoints") {
+	if err != nil || !strings.Contains(out, "1 visible endpoint") {
 		t.Fatalf("bob's discover: %v\n%s%s", err, out, errs)
 	}
 	out, errs, err = runClient(t, w, "bob", harness.RemoteDomain, "tools", demoEndpoint)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -220,4 +221,21 @@ func TestStartErrors(t *testing.T) {
 		t.Errorf("%+v", r)
 	}
 	wait(t, e)
+}
+
+// TestTitlesDiffer: two builtin endpoints of one gateway have different
+// titles, so that discover and search tell them apart; demo@ keeps the
+// plain one.
+func TestTitlesDiffer(t *testing.T) {
+	demo, err := builtin.Manifest("demo@agents.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	chat, err := builtin.Manifest("chat-demo@agents.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if demo.Title != "Demo Agent (builtin)" || chat.Title == demo.Title || !strings.Contains(chat.Title, "chat-demo") {
+		t.Errorf("titles %q and %q", demo.Title, chat.Title)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"agentgw/manifest"
 )
@@ -85,7 +86,7 @@ func ManifestJSON(jid string) ([]byte, error) {
 		"agent": map[string]any{
 			"jid":         jid,
 			"name":        "agentgw-demo",
-			"title":       "Demo Agent (builtin)",
+			"title":       title(jid),
 			"description": "Demonstration tools built into agentgw (echo, count, ask), for trying the task protocol. Not for production use.",
 			"version":     VersionPrefix,
 			"vendor":      "agentgw",
@@ -99,6 +100,18 @@ func ManifestJSON(jid string) ([]byte, error) {
 	sum := sha256.Sum256(canon)
 	doc["agent"].(map[string]any)["version"] = VersionPrefix + "-" + hex.EncodeToString(sum[:])[:12]
 	return canonical(doc)
+}
+
+// title is the agent title of the builtin endpoint at jid: "Demo Agent
+// (builtin)" for demo@…, and the localpart added for any other, so that
+// two builtin endpoints of one gateway (the demo's demo@ and chat-demo@)
+// are told apart in discover and search.
+func title(jid string) string {
+	local, _, _ := strings.Cut(jid, "@")
+	if local == "demo" || local == "" || local == jid {
+		return "Demo Agent (builtin)"
+	}
+	return "Demo Agent (builtin, " + local + ")"
 }
 
 // Manifest returns the validated manifest of a builtin endpoint at jid.
