@@ -7,6 +7,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -30,10 +31,11 @@ const (
 	// retryDelay is the wait before the outbox is tried again after a
 	// failed send (the stream is down).
 	retryDelay = time.Second
-	// MaxBody bounds the text of one message an endpoint sends, in bytes;
-	// an answer is cut there.
+	// MaxBody bounds the text of one message an endpoint sends, in bytes:
+	// a longer answer is split into several messages (splitAnswers).
 	MaxBody = 16 << 10
-	// maxAnswers bounds the messages one answer may send.
+	// maxAnswers bounds the messages one answer may send, its parts
+	// included; what does not fit ends with CutMark.
 	maxAnswers = 8
 	// outboxPoll is how often the outbox is looked at for messages
 	// another process put there (agentgw check-blocking's probes), when
@@ -265,12 +267,9 @@ func (s *Service) inbound(ctx context.Context, ep Endpoint, in Inbound) {
 	if replyID == "" {
 		replyID = in.OriginID
 	}
-	for i, text := range texts {
-		if i == maxAnswers {
-			break
-		}
+	for _, text := range splitAnswers(texts) {
 		m := db.ChatOut{Endpoint: endpoint, Recipient: in.From.String(), Peer: peer, OriginID: NewID(),
-			Type: in.Type, Body: clip(text), Lang: in.Lang, ReplyTo: in.From.String(), ReplyID: replyID}
+			Type: in.Type, Body: text, Lang: in.Lang, ReplyTo: in.From.String(), ReplyID: replyID}
 		if _, err := s.opts.Store.ChatSend(ctx, m, s.opts.Consent); err != nil {
 			s.log.Warn("chat: answer not sent", "endpoint", endpoint, "err", err)
 			return
@@ -370,7 +369,7 @@ func (s *Service) Send(ctx context.Context, pol *policy.Policy, endpoint string,
 		return "", ErrNotGranted
 	}
 	m := db.ChatOut{Endpoint: endpoint, Recipient: to.String(), Peer: to.String(), OriginID: NewID(),
-		Type: string(stanza.ChatMessage), Body: clip(body), Lang: lang}
+		Type: string(stanza.ChatMessage), Body: clipMarked(body), Lang: lang}
 	if _, err := s.opts.Store.ChatSend(ctx, m, s.opts.Consent); err != nil {
 		return "", err
 	}
@@ -476,16 +475,67 @@ func NewID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// clip cuts a text to MaxBody bytes at a rune boundary.
-func clip(s string) string {
-	if len(s) <= MaxBody {
-		return s
+// CutMark ends a text that was cut because it did not fit in the
+// messages an endpoint may send (docs/messaging.md).
+const CutMark = "\n[… cut: the rest did not fit in the messages allowed]"
+
+// splitAnswers makes an answerer's texts into message bodies of at most
+// MaxBody bytes: a longer text is split into several messages, at a line
+// break where one is near, else at a rune boundary, and at most
+// maxAnswers messages go out. A text that does not fit in them ends with
+// CutMark, so that nothing is lost unsaid.
+func splitAnswers(texts []string) []string {
+	var out []string
+	for _, text := range texts {
+		for text != "" || len(out) == 0 {
+			if len(out) == maxAnswers {
+				out[len(out)-1] = withCutMark(out[len(out)-1])
+				return out
+			}
+			if len(text) <= MaxBody {
+				out = append(out, text)
+				break
+			}
+			cut := splitPoint(text)
+			out = append(out, text[:cut])
+			text = text[cut:]
+		}
 	}
+	return out
+}
+
+// splitPoint is where a text over MaxBody is split: after the last line
+// break in the final quarter of the bound, else at the last rune boundary
+// within it.
+func splitPoint(s string) int {
 	cut := MaxBody
 	for cut > 0 && !utf8RuneStart(s[cut]) {
 		cut--
 	}
-	return s[:cut]
+	if nl := strings.LastIndexByte(s[:cut], '\n'); nl >= MaxBody*3/4 {
+		return nl + 1
+	}
+	return cut
+}
+
+// clipMarked returns s if it fits in MaxBody bytes, and otherwise s cut
+// with CutMark (withCutMark). A text given to SendChatMessage is one
+// message: it is cut so, never split.
+func clipMarked(s string) string {
+	if len(s) <= MaxBody {
+		return s
+	}
+	return withCutMark(s)
+}
+
+// withCutMark is s, cut at a rune boundary where it must be, followed by
+// CutMark, in at most MaxBody bytes.
+func withCutMark(s string) string {
+	cut := min(len(s), MaxBody-len(CutMark))
+	for cut > 0 && cut < len(s) && !utf8RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + CutMark
 }
 
 func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
