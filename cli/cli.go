@@ -52,7 +52,7 @@ commands:
     call [-version V -hash B64 | -manifest FILE] [-request-id ID] [-deadline T]
          [-detach] [-wait D] [-poll D] ENDPOINT TOOL JSON
                                           pin, validate, invoke, follow events, print the result
-    chat ENDPOINT TEXT                    send a chat message and print the endpoint's answer
+    chat ENDPOINT TEXT                    send a chat message; print the answer, or that a queue endpoint took it
     state ENDPOINT TASK-ID                authoritative task state
     result ENDPOINT TASK-ID               terminal result
     cancel [-revision N] [-reason TEXT] ENDPOINT TASK-ID
