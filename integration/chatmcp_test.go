@@ -249,3 +249,33 @@ func TestChatQueuePresence(t *testing.T) {
 		t.Errorf("Accept after Decline: %v", r)
 	}
 }
+
+// TestClientChatQueue: `agentgw client chat` to a queue endpoint gets the
+// receipt of the queued chat and no answer: it says the chat waits for
+// the endpoint's answerer and exits 0, and the chat is in the queue.
+func TestClientChatQueue(t *testing.T) {
+	need(t)
+	url := withChatQueue(t)
+	pw := filepath.Join(t.TempDir(), "password")
+	if err := os.WriteFile(pw, []byte(password+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := agentgw(ctx, "client", "-jid", "carol@"+harness.RemoteDomain, "-password-file", pw, "-server", suite.env.EjabberdC2S,
+		"-json", "chat", chatQueueEndpoint, "queued hello")
+	if err != nil || !strings.Contains(out, `"received":true`) || !strings.Contains(out, `"queued":true`) {
+		t.Fatalf("client chat to a queue endpoint: %v\n%s", err, out)
+	}
+	// Other tests of the suite may have left chats in the queue before it.
+	cs := connectChat(t, url)
+	for i := 0; ; i++ {
+		msg := mustSucceed(t, cs, "PopMessage", map[string]any{})
+		if msg["Body"] == "queued hello" {
+			break
+		}
+		if i == 20 {
+			t.Fatalf("the chat is not in the queue; last popped: %v", msg)
+		}
+	}
+}

@@ -575,7 +575,7 @@ func testMCPProgress(t *testing.T) {
 	}
 }
 
-var mcpInputHint = regexp.MustCompile(`input ` + regexp.QuoteMeta(everythingEndpoint) + ` (task-[0-9a-f]+) (input-[0-9a-f]+) 'JSON'`)
+var mcpInputHint = regexp.MustCompile(`input ` + regexp.QuoteMeta(everythingEndpoint) + ` (task-[0-9a-f]+) (input-[0-9a-f]+) '`)
 
 // testMCPElicitation: trigger-elicitation-request elicits a form; alice
 // answers it with `agentgw client input` from another process.

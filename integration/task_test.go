@@ -245,7 +245,7 @@ func testNoGrantIsItemNotFound(t *testing.T) {
 var (
 	acceptedLine = regexp.MustCompile(`accepted: task (task-[0-9a-f]+)`)
 	progressLine = regexp.MustCompile(`\[\d+\] progress: `)
-	inputHint    = regexp.MustCompile(`input ` + regexp.QuoteMeta(demoEndpoint) + ` (task-[0-9a-f]+) (input-[0-9a-f]+) 'JSON'`)
+	inputHint    = regexp.MustCompile(`input ` + regexp.QuoteMeta(demoEndpoint) + ` (task-[0-9a-f]+) (input-[0-9a-f]+) '`)
 )
 
 // testCancelFromAnotherResource: alice calls count from one process (one
