@@ -2,61 +2,68 @@ package gateway
 
 import (
 	"context"
-	"sync/atomic"
 	"testing"
 	"time"
+
+	"agentgw/internal/testclock"
 )
 
 // TestReleaseWhenIdle: memory is released once per quiet spell: not while
 // stanzas keep coming, once after they stop, not again while it stays
-// quiet, and once more after the next burst. On a loaded machine a sleep
-// of the "busy" sender may itself outlast the quiet time; such a gap is a
-// quiet spell of its own, and the test allows the release it earns.
+// quiet, and once more after the next burst. Time is the test's clock,
+// and the releaser looks only when the test ticks it: with the real clock,
+// a busy machine that stalled the sender made a quiet spell of its own
+// (issue 35).
 func TestReleaseWhenIdle(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	s := &session{ctx: ctx}
-	s.touch()
-	var n atomic.Int32
+	clock := testclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	const quiet = 200 * time.Millisecond
-	go s.releaseWhenIdle(quiet, func() { n.Add(1) })
-
-	// busy touches the session every quiet/8 for d and returns how many
-	// gaps between touches reached the quiet time.
-	busy := func(d time.Duration) int32 {
-		var gaps int32
-		last := time.Now()
-		for end := last.Add(d); time.Now().Before(end); time.Sleep(quiet / 8) {
-			s.touch()
-			if now := time.Now(); now.Sub(last) >= quiet {
-				gaps++
-			}
-			last = time.Now()
+	releases := 0 // changed only by the releaser, while tick waits for it
+	ticks := make(chan time.Time)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.releaseOnTicks(ticks, clock.Now, quiet, func() { releases++ })
+	}()
+	// tick moves the clock by d and lets the releaser look; the second
+	// send returns only once it has handled the first.
+	tick := func(d time.Duration) {
+		clock.Advance(d)
+		ticks <- clock.Now()
+		ticks <- clock.Now()
+	}
+	touch := func() { s.lastNS.Store(clock.Now().UnixNano()) }
+	// busy: a stanza every quiet/8, for d, the releaser ticking between.
+	busy := func(d time.Duration) {
+		for elapsed := time.Duration(0); elapsed < d; elapsed += quiet / 8 {
+			touch()
+			tick(quiet / 8)
 		}
-		return gaps
 	}
-	allowed := busy(4 * quiet)
-	if got := n.Load(); got > allowed {
-		t.Fatalf("%d releases while busy, with %d quiet gaps", got, allowed)
-	}
-	waitFor := func(want int32) {
+	check := func(when string, want int) {
 		t.Helper()
-		for end := time.Now().Add(5 * time.Second); n.Load() < want && time.Now().Before(end); {
-			time.Sleep(quiet / 4)
-		}
-		if got := n.Load(); got != want {
-			t.Fatalf("%d releases, want %d", got, want)
+		if releases != want {
+			t.Fatalf("%s: %d releases, want %d", when, releases, want)
 		}
 	}
-	waitFor(n.Load() + 1)
-	after := n.Load()
-	time.Sleep(5 * quiet)
-	if got := n.Load(); got != after {
-		t.Fatalf("%d releases in one quiet spell", got-after+1)
+
+	touch()
+	busy(4 * quiet)
+	check("while busy", 0)
+	tick(quiet - quiet/8 - time.Millisecond)
+	check("just short of quiet", 0)
+	tick(time.Millisecond)
+	check("once quiet", 1)
+	for range 10 {
+		tick(quiet / 2)
 	}
-	gaps := busy(2 * quiet)
-	if got := n.Load(); got > after+gaps {
-		t.Fatalf("%d releases during the second burst, with %d quiet gaps", got-after, gaps)
-	}
-	waitFor(n.Load() + 1)
+	check("staying quiet", 1)
+	busy(2 * quiet)
+	check("during the second burst", 1)
+	tick(quiet)
+	check("after the second burst", 2)
+	cancel()
+	<-done
 }

@@ -204,15 +204,22 @@ const idleRelease = time.Second
 func (s *session) releaseWhenIdle(quiet time.Duration, release func()) {
 	tick := time.NewTicker(quiet / 2)
 	defer tick.Stop()
+	s.releaseOnTicks(tick.C, time.Now, quiet, release)
+}
+
+// releaseOnTicks is releaseWhenIdle's loop: at each tick it calls release
+// if no stanza has come in for quiet by now() and none since the last
+// release. The test gives its own ticks and clock.
+func (s *session) releaseOnTicks(ticks <-chan time.Time, now func() time.Time, quiet time.Duration, release func()) {
 	released := int64(0) // s.lastNS when memory was last released
 	for {
 		select {
 		case <-s.ctx.Done():
 			return
-		case <-tick.C:
+		case <-ticks:
 		}
 		last := s.lastNS.Load()
-		if last == released || time.Since(time.Unix(0, last)) < quiet {
+		if last == released || now().Sub(time.Unix(0, last)) < quiet {
 			continue
 		}
 		release()

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"agentgw/mcpface"
 	"agentgw/mcpface/scope"
@@ -121,36 +122,62 @@ func TestHTTPSessionsPerToken(t *testing.T) {
 
 // TestWaitsPerToken: a token has at most MaxWaitsPerToken WaitForMessage
 // calls in progress; another token is not held back by it.
+//
+// The waits last until the test queues a message, however slowly the
+// machine runs: when they ended by a 3 s timeout instead, a busy machine
+// let them end before the probe saw them, and the test failed.
 func TestWaitsPerToken(t *testing.T) {
 	o := startOfflineTokens(t, []mcpface.Token{
 		{Value: []byte(fullToken), Account: account, Scopes: []string{scope.Wildcard}},
 		{Value: []byte(sendToken), Account: account, Scopes: []string{scope.MessageGet}},
 	}, mcpface.HTTPOptions{})
-	ctx := context.Background()
 	// Empty the queue so that waits wait.
 	full := connect(t, o.url, fullToken)
 	for range o.ids {
 		call(t, full, "PopMessage", nil)
 	}
-	done := make(chan map[string]any, mcpface.MaxWaitsPerToken)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	type result struct {
+		r   map[string]any
+		err error
+	}
+	done := make(chan result, mcpface.MaxWaitsPerToken)
 	for range mcpface.MaxWaitsPerToken {
 		go func() {
-			done <- call(t, full, "WaitForMessage", map[string]any{"TimeoutSeconds": 3})
+			for {
+				r, err := callTool(ctx, full, "WaitForMessage", map[string]any{"TimeoutSeconds": mcpface.MaxWaitSeconds})
+				if err == nil && r["Message"] == mcpface.WaitRefused && ctx.Err() == nil {
+					// The probe below held a slot for its second;
+					// this wait begins once the probe is done.
+					time.Sleep(10 * time.Millisecond)
+					continue
+				}
+				done <- result{r, err}
+				return
+			}
 		}()
 	}
-	other := connect(t, o.url, sendToken)
+	// A refused probe proves the four waits in progress: only they and
+	// the probe use the token.
 	waitFor(t, "the waits to begin", func() bool {
-		r := call(t, full, "WaitForMessage", map[string]any{"TimeoutSeconds": 1})
-		return r["Success"] == false && strings.Contains(r["Message"].(string), "in progress")
+		return call(t, full, "WaitForMessage", map[string]any{"TimeoutSeconds": 1})["Message"] == mcpface.WaitRefused
 	})
-	if r := call(t, other, "WaitForMessage", map[string]any{"TimeoutSeconds": 1}); strings.Contains(r["Message"].(string), "in progress") {
+	other := connect(t, o.url, sendToken)
+	if r := call(t, other, "WaitForMessage", map[string]any{"TimeoutSeconds": 1}); r["Message"] == mcpface.WaitRefused {
 		t.Errorf("another token was refused: %v", r)
 	}
+	// A message ends the waits; each gives its slot back before it
+	// answers, so none is in progress once all have answered.
+	typ := "Chat"
+	o.acct.Queue(ctx, mcpface.MessageResponse{From: "bob@remote.example/phone", FromBareJid: "bob@remote.example", Body: "wake", Type: &typ})
 	for range mcpface.MaxWaitsPerToken {
-		<-done
+		res := <-done
+		if res.err != nil || res.r["Success"] != true {
+			t.Errorf("a wait ended with %v, %v; want the message", res.r, res.err)
+		}
 	}
-	if r := call(t, full, "WaitForMessage", map[string]any{"TimeoutSeconds": 1}); strings.Contains(r["Message"].(string), "in progress") {
+	if r := call(t, full, "WaitForMessage", map[string]any{"TimeoutSeconds": 1}); r["Success"] != true {
 		t.Errorf("after the waits: %v", r)
 	}
-	_ = ctx
 }

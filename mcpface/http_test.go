@@ -3,6 +3,7 @@ package mcpface_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -29,6 +30,7 @@ const (
 type offline struct {
 	url   string
 	store *mcpface.Store
+	acct  *mcpface.Account
 	ids   []string
 }
 
@@ -54,6 +56,7 @@ func startOfflineTokens(t *testing.T, tokens []mcpface.Token, opts mcpface.HTTPO
 		o.ids = append(o.ids, st.ID)
 	}
 	acct := mcpface.NewAccount(mcpface.AccountOptions{JID: jid.MustParse(account), Store: store, QueueMax: 10})
+	o.acct = acct
 	srv, err := mcpface.New(ctx, acct, store, mcpface.Options{CheckScopes: true})
 	if err != nil {
 		t.Fatal(err)
@@ -91,23 +94,33 @@ func call(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any)
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
+	out, err := callTool(ctx, cs, name, args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// callTool is call for a goroutine other than the test's: it returns the
+// failure instead of ending the test.
+func callTool(ctx context.Context, cs *mcp.ClientSession, name string, args map[string]any) (map[string]any, error) {
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
 	if err != nil {
-		t.Fatalf("%s: %v", name, err)
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	raw, _ := json.Marshal(res.StructuredContent)
 	var out map[string]any
 	if err := json.Unmarshal(raw, &out); err != nil {
-		t.Fatalf("%s: structuredContent %s: %v", name, raw, err)
+		return nil, fmt.Errorf("%s: structuredContent %s: %w", name, raw, err)
 	}
 	if len(res.Content) != 1 {
-		t.Fatalf("%s: content %v", name, res.Content)
+		return nil, fmt.Errorf("%s: content %v", name, res.Content)
 	}
 	var text map[string]any
 	if err := json.Unmarshal([]byte(res.Content[0].(*mcp.TextContent).Text), &text); err != nil || text["Success"] != out["Success"] {
-		t.Fatalf("%s: text item %v does not match %v", name, res.Content[0], out)
+		return nil, fmt.Errorf("%s: text item %v does not match %v", name, res.Content[0], out)
 	}
-	return out
+	return out, nil
 }
 
 func TestHTTPUnauthorized(t *testing.T) {

@@ -109,15 +109,13 @@ func TestAcceptFrom(t *testing.T) {
 // running, offering them all takes no disk at all.
 func TestStrangerFloodNotQueued(t *testing.T) {
 	a, store := ingestAccount(t, AccountOptions{SenderRate: 1, SenderBurst: 20})
-	start := time.Now()
+	// No writer runs yet: had offering waited for the disk, this would
+	// never return (a bound in seconds here would fail on a busy machine).
 	for i := range 300 {
 		a.handleRaw(chat("bob@stranger.example", fmt.Sprint("spam ", i)))
 	}
 	for i := range 5 {
 		a.handleRaw(chat("dave@remote.example", fmt.Sprint("hello ", i)))
-	}
-	if d := time.Since(start); d > 2*time.Second {
-		t.Errorf("the session took %v to take 305 messages", d)
 	}
 	if got := queuedFrom(t, store); len(got) != 0 {
 		t.Fatalf("stored before the writer ran: %v", got)
@@ -137,30 +135,31 @@ func TestStrangerFloodNotQueued(t *testing.T) {
 func TestSenderRateAndBytes(t *testing.T) {
 	a, store := ingestAccount(t, AccountOptions{SenderRate: 1, SenderBurst: 20, QueueMaxBytes: 64 << 10})
 	runWriter(t, a)
+	start := time.Now()
 	for i := range 300 {
 		a.handleRaw(chat("dave@remote.example", fmt.Sprint("flood ", i)))
 	}
-	waitFor(t, "the burst", func() bool { return queuedFrom(t, store)["dave@remote.example"] >= 20 })
-	time.Sleep(200 * time.Millisecond)
-	if n := queuedFrom(t, store)["dave@remote.example"]; n < 20 || n > 30 {
-		t.Errorf("queued %d of a 300-message flood at 1/s with a burst of 20", n)
+	// The bucket refills at 1/s while the flood is offered, which a busy
+	// machine makes last seconds: allow what it refilled, not a fixed 10.
+	allowed := 20 + int64(time.Since(start).Seconds()) + 1
+	accepted := 300 - a.Refused()[refusedRate]
+	if accepted < 20 || accepted > allowed {
+		t.Errorf("accepted %d of a 300-message flood at 1/s with a burst of 20 (at most %d in its %v)", accepted, allowed, time.Since(start))
 	}
-	if a.Refused()[refusedRate] < 278 {
-		t.Errorf("refused %v", a.Refused())
-	}
+	waitFor(t, "the accepted stored", func() bool { return int64(queuedFrom(t, store)["dave@remote.example"]) == accepted })
 	// Bytes: erin's large messages push the oldest out.
 	big := strings.Repeat("x", 10<<10)
 	for i := range 15 {
 		a.handleRaw(chat("erin@remote.example", fmt.Sprint(i, big)))
 	}
-	waitFor(t, "erin's", func() bool { return queuedFrom(t, store)["erin@remote.example"] > 0 })
-	time.Sleep(200 * time.Millisecond)
+	// The newest is never dropped: wait for it, however slowly the
+	// writer runs (a fixed 200 ms was not always enough under load).
+	waitFor(t, "erin's newest", func() bool {
+		l, _ := store.List(context.Background(), "carol@home.example")
+		return len(l) > 0 && strings.HasPrefix(l[len(l)-1].Message.Body, "14x")
+	})
 	b, n, err := store.QueuedBytes(context.Background(), "carol@home.example")
 	if err != nil || b > 64<<10 || n == 0 {
 		t.Errorf("queue holds %d bytes in %d messages (bound %d): %v", b, n, 64<<10, err)
-	}
-	l, _ := store.List(context.Background(), "carol@home.example")
-	if last := l[len(l)-1].Message.Body; !strings.HasPrefix(last, "14x") {
-		t.Errorf("newest kept %.10q", last)
 	}
 }

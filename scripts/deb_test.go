@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -25,20 +26,37 @@ const (
 	newTestVersion = "0.0.1~test2"
 )
 
-// TestDebianPackage installs the amd64 package on this machine, as root:
-// dpkg -i; the files, their modes, the agentgw user and `agentgw version`;
-// `agentgw init` into /var/lib/agentgw as that user; systemd-analyze verify
-// of the installed unit; dpkg -i of a newer build, which leaves the
-// configuration, the secret and the database untouched and whose binary
-// then migrates the database (an older schema from testdata/upgrade, as an
-// earlier release left it), backing it up first; dpkg -r, which keeps the
-// data, and dpkg --purge, which deletes it. Cleanups put the machine back
-// as it was, also when a step fails. It is skipped unless run as root, or
-// fails then under AGENTGW_REQUIRE_SERVERS; it refuses to run on a machine
-// that already has the package, the user or the directory.
+// TestDebianPackage installs the amd64 package, as root, into a throwaway
+// root: a copy-on-write overlay of this machine's root file system in a
+// private mount namespace, whose writes land in a tmpfs that vanishes with
+// the namespace. So the machine's users, groups, packages and files are
+// never touched, and a machine where the package was installed (and its
+// user kept, as purge does) runs the test as well as a fresh one. In that
+// root, after removing any agentgw package, user, group and directory the
+// copy has, it checks: dpkg -i; the files, their modes, the agentgw user
+// and `agentgw version`; `agentgw init` into /var/lib/agentgw as that
+// user; systemd-analyze verify of the installed unit; dpkg -i of a newer
+// build, which leaves the configuration, the secret and the database
+// untouched and whose binary then migrates the database (an older schema
+// from testdata/upgrade, as an earlier release left it), backing it up
+// first; dpkg -r, which keeps the data, and dpkg --purge, which deletes it.
+//
+// It is skipped unless run as root, or fails then under
+// AGENTGW_REQUIRE_SERVERS. Where the throwaway root cannot be made (no
+// mount namespace or overlayfs, as in some containers), it is skipped with
+// the reason even under AGENTGW_REQUIRE_SERVERS: the test never installs
+// on the machine itself.
 func TestDebianPackage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and installs a package")
+	}
+	if debs := os.Getenv(throwawayEnv); debs != "" {
+		pkgs := filepath.SplitList(debs)
+		if len(pkgs) != 2 {
+			t.Fatalf("%s=%q: want two packages", throwawayEnv, debs)
+		}
+		debianPackageSteps(t, pkgs[0], pkgs[1])
+		return
 	}
 	require := os.Getenv("AGENTGW_REQUIRE_SERVERS") != ""
 	skip := func(format string, args ...any) {
@@ -51,62 +69,139 @@ func TestDebianPackage(t *testing.T) {
 	if os.Geteuid() != 0 {
 		skip("installs a package: run as root")
 	}
-	for _, tool := range []string{"dpkg", "dpkg-query", "systemd-analyze", "runuser", "userdel", "git"} {
+	for _, tool := range []string{"dpkg", "dpkg-query", "systemd-analyze", "runuser", "userdel", "groupdel", "git", "unshare", "chroot", "mount"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			skip("%s is not installed", tool)
 		}
 	}
-	if out, err := exec.Command("dpkg-query", "-W", "-f=${Status}", "agentgw").Output(); err == nil && len(out) > 0 && !strings.Contains(string(out), "not-installed") {
-		skip("the agentgw package is already here (%s): this test installs and purges it", out)
+	if out, err := exec.Command("unshare", "--mount", "true").CombinedOutput(); err != nil {
+		t.Skipf("cannot make a throwaway root to install the package into (unshare --mount: %v: %s); the test never installs on the machine itself", err, bytes.TrimSpace(out))
 	}
-	if _, err := user.Lookup("agentgw"); err == nil {
-		skip("a user agentgw exists: this test creates and deletes it")
-	}
-	if _, err := user.LookupGroup("agentgw"); err == nil {
-		skip("a group agentgw exists: this test creates and deletes it")
-	}
-	for _, p := range []string{"/var/lib/agentgw", "/usr/bin/agentgw", "/lib/systemd/system/agentgw.service", "/etc/systemd/system/agentgw.service", enableLink} {
-		if _, err := os.Lstat(p); err == nil {
-			skip("%s exists: this test would install over it", p)
-		}
-	}
-
-	// The link `systemctl enable agentgw` makes (the unit's WantedBy), made
-	// by hand before the removal: this machine may have no systemd running.
-	_, err := os.Stat(filepath.Dir(enableLink))
-	madeWants := errors.Is(err, os.ErrNotExist)
-
-	// Registered first, so that it runs last, after any failure: purge
-	// the package, then delete what a half-done run could leave.
-	t.Cleanup(func() {
-		run := func(name string, args ...string) {
-			if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
-				t.Logf("cleanup: %s %v: %v\n%s", name, args, err, out)
-			}
-		}
-		if out, _ := exec.Command("dpkg-query", "-W", "-f=${Status}", "agentgw").Output(); len(out) > 0 && !strings.Contains(string(out), "not-installed") {
-			run("dpkg", "--purge", "agentgw")
-		}
-		os.RemoveAll("/var/lib/agentgw")
-		os.Remove("/etc/systemd/system/agentgw.service") // a mask link
-		os.Remove(enableLink)
-		if madeWants {
-			os.Remove(filepath.Dir(enableLink))
-		}
-		if _, err := user.Lookup("agentgw"); err == nil {
-			run("userdel", "agentgw")
-		}
-		if _, err := user.LookupGroup("agentgw"); err == nil {
-			run("groupdel", "agentgw")
-		}
-		if _, err := os.Stat("/run/systemd/system"); err == nil {
-			run("systemctl", "daemon-reload")
-		}
-	})
 
 	dir := t.TempDir()
 	oldDeb := buildPackage(t, dir, oldTestVersion)
 	newDeb := buildPackage(t, dir, newTestVersion)
+	inThrowawayRoot(t, dir, oldDeb, newDeb)
+}
+
+// throwawayEnv, set to the two packages, tells the test binary that it
+// runs chrooted in the throwaway root and is to install them there.
+const throwawayEnv = "AGENTGW_DEB_TEST_PACKAGES"
+
+// throwawaySource is the source name of the throwaway root's overlay
+// mount, by which the test binary inside knows where it is.
+const throwawaySource = "agentgw-deb-test"
+
+// enterThrowawayRoot, run by sh in a new private mount namespace, mounts a
+// tmpfs at $1 and in it the throwaway root: an overlay whose lower layer is
+// this machine's root file system. It binds /proc, /sys and /dev there,
+// and read-only the directories named up to "--" (the test binary's, the
+// packages', the checkout: on a file system of their own, as /tmp often
+// is, the overlay would not show them), then runs the rest chrooted, in
+// the same working directory. It exits 77 when the root cannot be made.
+const enterThrowawayRoot = `
+top=$1; shift
+root=$top/root
+fail() { echo "$*" >&2; exit 77; }
+mount -t tmpfs -o mode=0755 ` + throwawaySource + `-upper "$top" || fail "cannot mount a tmpfs"
+mkdir "$top/upper" "$top/work" "$root"
+mount -t overlay -o "lowerdir=/,upperdir=$top/upper,workdir=$top/work" ` + throwawaySource + ` "$root" ||
+	fail "cannot mount an overlay of / (overlayfs)"
+for d in /proc /sys /dev; do
+	mount --rbind "$d" "$root$d" || fail "cannot bind $d"
+done
+while [ "$1" != -- ]; do
+	mkdir -p "$root$1" && mount --rbind "$1" "$root$1" && mount -o remount,bind,ro "$root$1" ||
+		fail "cannot bind $1"
+	shift
+done
+shift
+exec chroot "$root" /bin/sh -c 'cd "$1" && shift && exec "$@"' sh "$PWD" "$@"
+`
+
+// inThrowawayRoot runs this test again, chrooted in a throwaway root, to
+// install oldDeb and then newDeb there.
+func inThrowawayRoot(t *testing.T, debDir, oldDeb, newDeb string) {
+	t.Helper()
+	bin, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkout, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--mount", "--propagation", "private", "--", "sh", "-c", enterThrowawayRoot, "sh",
+		t.TempDir(), filepath.Dir(bin), debDir, checkout, "--",
+		bin, "-test.run=^TestDebianPackage$", "-test.count=1", "-test.v", "-test.timeout=20m"}
+	cmd := exec.Command("unshare", args...)
+	cmd.Env = append(os.Environ(), throwawayEnv+"="+oldDeb+string(os.PathListSeparator)+newDeb)
+	out, err := cmd.CombinedOutput()
+	// Each line marked, so that the inner run's "--- FAIL" is not read
+	// as a result of this one.
+	var marked strings.Builder
+	for line := range strings.Lines(string(out)) {
+		marked.WriteString("root| " + line)
+	}
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		t.Logf("in the throwaway root:\n%s", marked.String())
+	case errors.As(err, &exit) && exit.ExitCode() == 77:
+		t.Skipf("cannot make a throwaway root to install the package into; the test never installs on the machine itself:\n%s", out)
+	default:
+		t.Fatalf("in the throwaway root: %v\n%s", err, marked.String())
+	}
+}
+
+// inThrowawayOverlay reports whether / is the throwaway root's overlay.
+func inThrowawayOverlay() bool {
+	raw, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return false
+	}
+	root := false
+	for line := range strings.Lines(string(raw)) {
+		// ID parent major:minor root mountpoint options [optional...] - fstype source super-options
+		f := strings.Fields(line)
+		sep := slices.Index(f, "-")
+		if len(f) < 5 || sep < 0 || sep+2 >= len(f) || f[4] != "/" {
+			continue
+		}
+		// The last mount at / is the one seen.
+		root = f[sep+1] == "overlay" && f[sep+2] == throwawaySource
+	}
+	return root
+}
+
+// debianPackageSteps installs oldDeb, then newDeb over it, and removes and
+// purges the package, checking each step. It runs only in the throwaway
+// root, which it first makes a machine that never had the package.
+func debianPackageSteps(t *testing.T, oldDeb, newDeb string) {
+	if !inThrowawayOverlay() {
+		t.Fatalf("%s is set, but / is not the throwaway root: refusing to install on this machine", throwawayEnv)
+	}
+	run := func(name string, args ...string) {
+		t.Helper()
+		if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
+			t.Fatalf("%s %v: %v\n%s", name, args, err, out)
+		}
+	}
+	if out, _ := exec.Command("dpkg-query", "-W", "-f=${Status}", "agentgw").Output(); len(out) > 0 && !strings.Contains(string(out), "not-installed") {
+		run("dpkg", "--purge", "agentgw")
+	}
+	if _, err := user.Lookup("agentgw"); err == nil {
+		run("userdel", "agentgw")
+	}
+	if _, err := user.LookupGroup("agentgw"); err == nil {
+		run("groupdel", "agentgw")
+	}
+	for _, p := range []string{"/var/lib/agentgw", "/usr/bin/agentgw", "/lib/systemd/system/agentgw.service", "/etc/systemd/system/agentgw.service", enableLink} {
+		if err := os.RemoveAll(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+
 	dpkg := func(args ...string) string {
 		t.Helper()
 		cmd := exec.Command("dpkg", args...)
