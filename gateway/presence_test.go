@@ -217,14 +217,12 @@ func TestPresenceFollowsState(t *testing.T) {
 	expectPresence(t, e.srv, "subscribed", ep, carolBare)
 	expectPresence(t, e.srv, "", ep, carolBare)
 
-	t0 := time.Now()
+	// No bound on how soon: on a loaded machine the watcher's 500 ms
+	// poll is only a wish; that it follows at all is what is tested.
 	if err := e.store.Deactivate(ctx, ep); err != nil {
 		t.Fatal(err)
 	}
 	expectPresence(t, e.srv, "unavailable", ep, carolBare)
-	if d := time.Since(t0); d > 1500*time.Millisecond {
-		t.Errorf("unavailable took %v after deactivation", d)
-	}
 	// While inactive, the subscriber's probe gets unavailable, not
 	// unsubscribed: the subscription survives deactivation.
 	e.srv.sendPresence(carol, ep, "probe", "")
