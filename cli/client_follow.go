@@ -14,23 +14,28 @@ import (
 	"mellium.im/xmpp/jid"
 )
 
-// follower follows one task for call: the protocol record is an
-// agentclient.Tracker; the follower prints what it learns and prompts
-// for input on a terminal.
+// follower follows one task for call: the protocol record and the follow
+// loop are an agentclient.Follower; this follower prints what it learns
+// and prompts for input on a terminal.
 type follower struct {
 	cmd      *clientCmd
 	tr       *agentclient.Tracker
+	fl       *agentclient.Follower
 	endpoint jid.JID
 	taskID   string
 
 	announced map[string]bool
-	// answers carries lines typed on the terminal, once a prompt started
-	// reading them.
-	answers chan string
+	// work carries the lines typed on the terminal, as answers to send,
+	// once a prompt started reading them.
+	work chan func(context.Context)
 }
 
 func newFollower(cmd *clientCmd, p *pin, taskID string) *follower {
-	return &follower{cmd: cmd, tr: agentclient.NewTracker(p, taskID), endpoint: p.Endpoint, taskID: taskID, announced: map[string]bool{}}
+	f := &follower{cmd: cmd, tr: agentclient.NewTracker(p, taskID), endpoint: p.Endpoint, taskID: taskID, announced: map[string]bool{}}
+	f.fl = &agentclient.Follower{Client: cmd.ac, Tracker: f.tr, MaxPoll: maxPoll,
+		Observed: f.handle, Recovered: f.recovered, Received: f.received, Lost: f.lost,
+		Wait: func(context.Context) (<-chan struct{}, <-chan func(context.Context)) { return nil, f.work }}
+	return f
 }
 
 // run follows the task until it settles, then retrieves and prints the
@@ -44,44 +49,16 @@ func (f *follower) run(ctx context.Context, wait, poll time.Duration, stateFirst
 		defer cancel()
 	}
 	if stateFirst {
-		if err := f.recover(ctx, "of the task accepted earlier"); err != nil {
+		if err := f.fl.Recover(ctx, "of the task accepted earlier"); err != nil {
 			return err
 		}
 	}
-	interval := poll
-	timer := time.NewTimer(interval)
-	defer timer.Stop()
-	for !f.tr.State.Terminal() {
-		select {
-		case el, ok := <-f.cmd.s.c.Incoming():
-			if !ok {
-				// The session ended. Events for this task may have been
-				// lost with it: log in again and ask for the state.
-				f.cmd.notice(f.taskID, "the XMPP session was lost; logging in again")
-				if err := f.cmd.s.reconnect(ctx); err != nil {
-					return f.givenUp(err)
-				}
-				if err := f.recover(ctx, "after logging in again"); err != nil {
-					return err
-				}
-				continue
-			}
-			f.cmd.s.recordElement("stanza", el)
-			if f.handle(ctx, el) {
-				interval = poll
-				resetTimer(timer, interval)
-			}
-		case line := <-f.answers:
-			f.answer(ctx, line)
-		case <-timer.C:
-			if err := f.recover(ctx, ""); err != nil {
-				return err
-			}
-			interval = min(2*interval, maxPoll)
-			timer.Reset(interval)
-		case <-ctx.Done():
-			return f.givenUp(ctx.Err())
+	f.fl.Poll, f.fl.Events = poll, f.cmd.s.c.Incoming()
+	if err := f.fl.Run(ctx); err != nil {
+		if err == ctx.Err() {
+			return f.givenUp(err)
 		}
+		return err
 	}
 	r, err := f.cmd.ac.SettledResult(ctx, f.endpoint, f.taskID)
 	if err != nil {
@@ -91,21 +68,26 @@ func (f *follower) run(ctx context.Context, wait, poll time.Duration, stateFirst
 	return outcome(r)
 }
 
+// lost follows the XMPP session's end: events for this task may have
+// been lost with it, so log in again and ask for the state.
+func (f *follower) lost(ctx context.Context) (<-chan wire.Element, error) {
+	f.cmd.notice(f.taskID, "the XMPP session was lost; logging in again")
+	if err := f.cmd.s.reconnect(ctx); err != nil {
+		return nil, f.givenUp(err)
+	}
+	if err := f.fl.Recover(ctx, "after logging in again"); err != nil {
+		return nil, err
+	}
+	return f.cmd.s.c.Incoming(), nil
+}
+
+func (f *follower) received(el wire.Element) { f.cmd.s.recordElement("stanza", el) }
+
 // givenUp is the error of a follow that stops before the task settles: a
 // local observation only, the task goes on.
 func (f *follower) givenUp(why error) error {
 	return fmt.Errorf("stopped following task %s (%v) while it was %s at revision %d; it goes on: see %s state %s %s",
 		f.taskID, why, f.tr.State, f.tr.Revision, f.cmd.hint, f.endpoint, f.taskID)
-}
-
-func resetTimer(t *time.Timer, d time.Duration) {
-	if !t.Stop() {
-		select {
-		case <-t.C:
-		default:
-		}
-	}
-	t.Reset(d)
 }
 
 // protocolError logs a lifecycle message that is ignored, with a bounded
@@ -114,13 +96,10 @@ func (f *follower) protocolError(from, why string) {
 	fmt.Fprintf(f.cmd.stderr, "agentgw: ignored a task message from %s: %s\n", agentclient.SafeText(from, 200), why)
 }
 
-// handle processes one incoming stanza and reports whether it advanced
-// the task.
-func (f *follower) handle(ctx context.Context, el wire.Element) bool {
-	o := f.tr.HandleElement(el)
+// handle prints what a lifecycle message told, and reports whether it
+// advanced the task.
+func (f *follower) handle(ctx context.Context, o agentclient.Observation) bool {
 	switch o.Verdict {
-	case agentclient.NotEvent:
-		return false
 	case agentclient.Ignored:
 		f.protocolError(o.From, o.Reason)
 		return false
@@ -131,7 +110,7 @@ func (f *follower) handle(ctx context.Context, el wire.Element) bool {
 		return false
 	case agentclient.Gap:
 		f.cmd.notice(f.taskID, "revision gap: had %d, received %d; asking for the task state", f.tr.Revision, o.Event.Revision)
-		if err := f.recover(ctx, "after a revision gap"); err != nil {
+		if err := f.fl.Recover(ctx, "after a revision gap"); err != nil {
 			f.cmd.notice(f.taskID, "state request failed: %v", err)
 			return false
 		}
@@ -142,7 +121,7 @@ func (f *follower) handle(ctx context.Context, el wire.Element) bool {
 		return true
 	case agentclient.Inconsistent:
 		f.protocolError(o.From, o.Reason)
-		if err := f.recover(ctx, "after an inconsistent event"); err != nil {
+		if err := f.fl.Recover(ctx, "after an inconsistent event"); err != nil {
 			f.cmd.notice(f.taskID, "state request failed: %v", err)
 		}
 		return false
@@ -152,11 +131,9 @@ func (f *follower) handle(ctx context.Context, el wire.Element) bool {
 	return true
 }
 
-// recover asks for the authoritative task state and adopts it when it is
-// newer than what the events told (client guide, step 10). why, when set,
-// is printed with the state.
-func (f *follower) recover(ctx context.Context, why string) error {
-	st, adopted, unknown, err := f.cmd.ac.Recover(ctx, f.tr)
+// recovered prints a state request's outcome (client guide, step 10):
+// the state when it was adopted, with why when set.
+func (f *follower) recovered(_ context.Context, why string, st task.TaskState, adopted bool, unknown, err error) error {
 	if err != nil {
 		return err
 	}
@@ -201,9 +178,11 @@ func (f *follower) announceInput() {
 	}
 	if f.cmd.interactive {
 		f.cmd.printf("%s", f.prompt(in))
-		if f.answers == nil {
-			f.answers = make(chan string)
-			go readLines(f.cmd.stdin, f.answers)
+		if f.work == nil {
+			f.work = make(chan func(context.Context))
+			go readLines(f.cmd.stdin, func(line string) {
+				f.work <- func(ctx context.Context) { f.answer(ctx, line) }
+			})
 		}
 	}
 }
@@ -218,12 +197,12 @@ func (f *follower) prompt(in *agentclient.InputRequest) string {
 	return "answer (one line of JSON): "
 }
 
-// readLines sends each line of r to out, until r ends.
-func readLines(r io.Reader, out chan<- string) {
+// readLines calls each with every line of r, until r ends.
+func readLines(r io.Reader, each func(string)) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), task.DefaultMaxInputBytes+1)
 	for sc.Scan() {
-		out <- sc.Text()
+		each(sc.Text())
 	}
 }
 
@@ -243,7 +222,7 @@ func (f *follower) answer(ctx context.Context, line string) {
 	ack, err := f.cmd.ac.ProvideInput(ctx, f.endpoint, f.taskID, in.RequestID, canon, f.tr.Revision)
 	if err != nil {
 		f.cmd.printf("the answer was not accepted: %v\n", err)
-		if rerr := f.recover(ctx, "after a refused answer"); rerr != nil {
+		if rerr := f.fl.Recover(ctx, "after a refused answer"); rerr != nil {
 			f.cmd.notice(f.taskID, "state request failed: %v", rerr)
 		}
 		if f.tr.Pending != nil {

@@ -10,10 +10,11 @@ import (
 	"io"
 	"math"
 	"strconv"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/gowebpki/jcs"
+
+	"agentgw/wire"
 )
 
 // Canonicalize checks raw against the I-JSON prerequisites of RFC 8785 and
@@ -242,7 +243,7 @@ func checkString(span []byte, decoded string, lim Limits, path func() string) er
 		return newError(KindTooLarge, path(),
 			fmt.Sprintf("string is %d bytes, limit is %d", len(decoded), lim.MaxStringBytes))
 	}
-	if strings.ContainsRune(decoded, 0xFFFE) || strings.ContainsRune(decoded, 0xFFFF) {
+	if !wire.ValidJSONText(decoded) {
 		return newError(KindMalformed, path(), "string contains a character not allowed in XML 1.0")
 	}
 	return nil

@@ -291,46 +291,33 @@ func (g *agents) followCall(ctx context.Context, req *mcp.CallToolRequest, what 
 		f.mcpTask = hooks.mcpTask
 	}
 	defer f.stopEliciting()
-	if stateFirst {
-		f.recover(ctx)
-	}
-	interval := callPoll
-	timer := time.NewTimer(interval)
-	defer timer.Stop()
-	for !tr.State.Terminal() {
-		arrived := f.askerArrived()
-		f.input(ctx)
-		select {
-		case <-arrived:
-		case o := <-f.elicited():
-			f.eliciting = nil
-			f.answered(ctx, o.in, o.res, o.err)
-		case ev := <-events:
-			o := tr.HandleElement(ev.el)
-			switch o.Verdict {
-			case agentclient.Applied:
-				f.applied(ctx, o.Event)
-			case agentclient.Gap, agentclient.Inconsistent:
-				f.recover(ctx)
-			}
-		case <-timer.C:
-			f.recover(ctx)
-			interval = min(2*interval, callMaxPoll)
-			timer.Reset(interval)
-		case <-ctx.Done():
-			f.stopEliciting()
-			if hooks != nil && hooks.detached {
-				return nil, tr.State
-			}
-			// notifications/cancelled (or the client went away): cancel
-			// the XMPP task and see it settle.
-			bg, cancel := context.WithTimeout(context.Background(), cancelSettleTimeout)
-			g.cancelAndSettle(bg, tr, events)
-			cancel()
-			return errorResult("%s: cancelled by the MCP client; task %s %s", what, taskID, tr.State), tr.State
+	fl := &agentclient.Follower{Client: g.ac, Tracker: tr, Poll: callPoll, MaxPoll: callMaxPoll, Events: events,
+		Recovered: f.recovered, Wait: f.wait}
+	fl.Observed = func(ctx context.Context, o agentclient.Observation) bool {
+		switch o.Verdict {
+		case agentclient.Applied:
+			f.applied(ctx, o.Event)
+		case agentclient.Gap, agentclient.Inconsistent:
+			fl.Recover(ctx, "")
 		}
-		f.dropStaleElicitation()
+		return false
 	}
+	if stateFirst {
+		fl.Recover(ctx, "")
+	}
+	if fl.Run(ctx) != nil {
+		f.stopEliciting()
+		if hooks != nil && hooks.detached {
+			return nil, tr.State
+		}
+		// notifications/cancelled (or the client went away): cancel
+		// the XMPP task and see it settle.
+		bg, cancel := context.WithTimeout(context.Background(), cancelSettleTimeout)
+		g.cancelAndSettle(bg, tr, events)
+		cancel()
+		return errorResult("%s: cancelled by the MCP client; task %s %s", what, taskID, tr.State), tr.State
+	}
+	f.stopEliciting()
 	if f.why != "" {
 		res := errorResult("%s: the agent asked for input, but %s; task %s was cancelled (it settled as %s)", what, f.why, taskID, tr.State)
 		res.Meta = mcp.Meta{"agentgw/xmpp-state": string(tr.State), "agentgw/xmpp-task-id": taskID}
@@ -340,25 +327,20 @@ func (g *agents) followCall(ctx context.Context, req *mcp.CallToolRequest, what 
 }
 
 // cancelAndSettle sends <cancel/> for the task and follows it until it
-// settles or ctx ends.
-func (g *agents) cancelAndSettle(ctx context.Context, tr *agentclient.Tracker, events <-chan taskEvent) {
+// settles or ctx ends, asking for its state every second.
+func (g *agents) cancelAndSettle(ctx context.Context, tr *agentclient.Tracker, events <-chan wire.Element) {
 	if _, err := g.ac.Cancel(ctx, tr.Pin.Endpoint, task.Cancel{TaskID: tr.TaskID}, -1); err != nil {
 		return
 	}
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for !tr.State.Terminal() {
-		select {
-		case ev := <-events:
-			if o := tr.HandleElement(ev.el); o.Verdict == agentclient.Gap || o.Verdict == agentclient.Inconsistent {
-				g.ac.Recover(ctx, tr)
-			}
-		case <-t.C:
-			g.ac.Recover(ctx, tr)
-		case <-ctx.Done():
-			return
+	fl := &agentclient.Follower{Client: g.ac, Tracker: tr, Poll: time.Second, MaxPoll: time.Second, Events: events,
+		Recovered: func(context.Context, string, task.TaskState, bool, error, error) error { return nil }}
+	fl.Observed = func(ctx context.Context, o agentclient.Observation) bool {
+		if o.Verdict == agentclient.Gap || o.Verdict == agentclient.Inconsistent {
+			fl.Recover(ctx, "")
 		}
+		return false
 	}
+	fl.Run(ctx)
 }
 
 // result turns the settled task into the MCP result: the completed
@@ -428,18 +410,13 @@ type callFollow struct {
 type elicitation struct {
 	in     agentclient.InputRequest
 	cancel context.CancelFunc
-	done   chan elicitOutcome // buffered: the asking goroutine never waits
-}
-
-// elicitOutcome is the client's answer to an elicitation, or why none came.
-type elicitOutcome struct {
-	in  agentclient.InputRequest
-	res *mcp.ElicitResult
-	err error
+	// done carries the client's answer (or why none came), as work for
+	// the follower; buffered: the asking goroutine never waits.
+	done chan func(context.Context)
 }
 
 // elicited is the channel of the elicitation in flight (nil: none).
-func (f *callFollow) elicited() <-chan elicitOutcome {
+func (f *callFollow) elicited() <-chan func(context.Context) {
 	if f.eliciting == nil {
 		return nil
 	}
@@ -469,10 +446,24 @@ func (f *callFollow) stopEliciting() {
 	}
 }
 
-func (f *callFollow) recover(ctx context.Context) {
-	if _, adopted, _, err := f.g.ac.Recover(ctx, f.tr); err == nil && adopted && f.hooks != nil && f.hooks.state != nil {
+// recovered passes on a state adopted; a failed state request does not
+// end the follow (the next poll asks again).
+func (f *callFollow) recovered(_ context.Context, _ string, _ task.TaskState, adopted bool, _, err error) error {
+	if err == nil && adopted && f.hooks != nil && f.hooks.state != nil {
 		f.hooks.state(f.tr)
 	}
+	return nil
+}
+
+// wait withdraws an elicitation the task no longer waits for, asks for
+// input if the task waits for some, and returns what wakes the follower
+// besides events: a tasks/result request arriving, an elicitation's
+// outcome.
+func (f *callFollow) wait(ctx context.Context) (<-chan struct{}, <-chan func(context.Context)) {
+	f.dropStaleElicitation()
+	arrived := f.askerArrived()
+	f.input(ctx)
+	return arrived, f.elicited()
 }
 
 // applied passes on what an event means to the MCP client.
@@ -546,10 +537,13 @@ func (f *callFollow) input(ctx context.Context) {
 			// (followCall takes the outcome).
 			p.Meta = mcp.Meta{metaRelatedTask: map[string]any{"taskId": f.mcpTask}}
 			ectx, cancel := context.WithCancel(ctx)
-			e := &elicitation{in: *in, cancel: cancel, done: make(chan elicitOutcome, 1)}
+			e := &elicitation{in: *in, cancel: cancel, done: make(chan func(context.Context), 1)}
 			go func() {
 				res, err := a.elicit(ectx, p)
-				e.done <- elicitOutcome{in: e.in, res: res, err: err}
+				e.done <- func(ctx context.Context) {
+					f.eliciting = nil
+					f.answered(ctx, e.in, res, err)
+				}
 			}()
 			f.eliciting = e
 			return

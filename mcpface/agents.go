@@ -56,7 +56,7 @@ type agents struct {
 	log *slog.Logger
 
 	mu        sync.Mutex
-	following map[string]chan taskEvent // by XMPP task ID
+	following map[string]chan wire.Element // by XMPP task ID
 	unclaimed map[string][]taskEvent
 	order     []string
 	ubytes    int            // the bytes in unclaimed
@@ -70,7 +70,7 @@ type agents struct {
 func newAgents(s *Server, log *slog.Logger) *agents {
 	g := &agents{
 		s: s, ac: agentclient.New(s.acct), log: log,
-		following: map[string]chan taskEvent{}, unclaimed: map[string][]taskEvent{}, inflight: map[string]int{}, cursors: map[string]cursorState{},
+		following: map[string]chan wire.Element{}, unclaimed: map[string][]taskEvent{}, inflight: map[string]int{}, cursors: map[string]cursorState{},
 	}
 	g.proj.g = g
 	s.acct.taskEvents = g.event
@@ -95,7 +95,7 @@ func (g *agents) event(el wire.Element, id string, size int) {
 	defer g.mu.Unlock()
 	if ch, ok := g.following[id]; ok {
 		select {
-		case ch <- ev:
+		case ch <- el:
 		default: // full: the tracker sees a gap and recovers the state
 		}
 		return
@@ -162,11 +162,11 @@ func (g *agents) expect(endpoint jid.JID) (release func()) {
 
 // follow starts routing the events of taskID to the returned channel,
 // those that came early first; stop ends it.
-func (g *agents) follow(taskID string) (events <-chan taskEvent, stop func()) {
-	ch := make(chan taskEvent, taskEventBuffer)
+func (g *agents) follow(taskID string) (events <-chan wire.Element, stop func()) {
+	ch := make(chan wire.Element, taskEventBuffer)
 	g.mu.Lock()
 	for _, ev := range g.unclaimed[taskID] {
-		ch <- ev
+		ch <- ev.el
 	}
 	g.forget(taskID)
 	g.following[taskID] = ch

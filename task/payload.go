@@ -61,8 +61,7 @@ var (
 // validText reports whether s is valid UTF-8 of at most max characters
 // that XML 1.0 can carry once JSON has escaped its control characters.
 func validText(s string, max int) bool {
-	return utf8.ValidString(s) && utf8.RuneCountInString(s) <= max &&
-		!strings.ContainsRune(s, 0xFFFE) && !strings.ContainsRune(s, 0xFFFF)
+	return wire.ValidJSONText(s) && utf8.RuneCountInString(s) <= max
 }
 
 func statusPayload(s State, updated time.Time) ([]byte, error) {

@@ -298,7 +298,7 @@ func appendEscaped[T ~string | ~[]byte](dst []byte, s T, attr bool) []byte {
 		} else {
 			var r rune
 			r, width = decodeRune(s[i:])
-			if !isChar(r) || r == utf8.RuneError && width == 1 {
+			if !IsChar(r) || r == utf8.RuneError && width == 1 {
 				esc = "\uFFFD"
 			}
 		}

@@ -65,3 +65,34 @@ func TestValidTextAgreesWithDecoder(t *testing.T) {
 		check(r)
 	}
 }
+
+// TestValidJSONText: JSON escapes the controls XML refuses, so they pass;
+// U+FFFE, U+FFFF and invalid UTF-8 do not.
+func TestValidJSONText(t *testing.T) {
+	for _, c := range []struct {
+		s    string
+		want bool
+	}{
+		{"", true},
+		{"plain ascii", true},
+		{"tab\tnul\x00bell\x07", true},
+		{"é ☃ 😀 \uFFFD", true},
+		{"a\uFFFEb", false},
+		{"a\uFFFFb", false},
+		{"bad \xff byte", false},
+		{"cut \xef\xbf", false},
+	} {
+		if got := wire.ValidJSONText(c.s); got != c.want {
+			t.Errorf("ValidJSONText(%q) = %v, want %v", c.s, got, c.want)
+		}
+	}
+	for r := rune(0); r <= 0x10FFFF; r++ {
+		if r >= 0xD800 && r <= 0xDFFF {
+			continue
+		}
+		want := r != 0xFFFE && r != 0xFFFF
+		if got := wire.JSONChar(r); got != want {
+			t.Fatalf("JSONChar(%U) = %v, want %v", r, got, want)
+		}
+	}
+}

@@ -18,6 +18,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"agentgw/runtime"
+	"agentgw/wire"
 )
 
 // Failure codes of this bridge (namespace-qualified, "Error Handling").
@@ -528,12 +529,13 @@ func errString(err error) string {
 	return err.Error()
 }
 
-// safeText makes upstream text fit a task event: valid UTF-8 without the
-// XML-forbidden U+FFFE and U+FFFF, cut to max characters.
+// safeText makes upstream text fit a task event: valid UTF-8 whose
+// characters XML 1.0 can carry in JSON (wire.JSONChar), cut to max
+// characters.
 func safeText(s string, max int) string {
 	s = strings.ToValidUTF8(s, "\uFFFD")
 	s = strings.Map(func(r rune) rune {
-		if r == 0xFFFE || r == 0xFFFF {
+		if !wire.JSONChar(r) {
 			return '\uFFFD'
 		}
 		return r

@@ -848,8 +848,7 @@ func check(dst []byte, checked *int, final bool) error {
 		if c == utf8.RuneError && size == 1 {
 			return syntax("invalid UTF-8")
 		}
-		if !(c == 0x09 || c == 0x0A || c == 0x0D || c >= 0x20 && c <= 0xD7FF ||
-			c >= 0xE000 && c <= 0xFFFD || c >= 0x10000 && c <= 0x10FFFF) {
+		if !wire.IsChar(c) {
 			return syntax("illegal character code")
 		}
 		i += size
