@@ -50,6 +50,9 @@ type session struct {
 	// memo is the read loop's kept answers (memo.go); nil until the first
 	// and after an idle release.
 	memo atomic.Pointer[memoTable]
+	// seen is the reads the read loop answered lately, of which only a
+	// repeat has its answer kept (memo.go).
+	seen memoSeen
 }
 
 func (s *session) touch()            { s.lastNS.Store(time.Now().UnixNano()) }
