@@ -68,7 +68,7 @@ var fastAnswers atomic.Int64
 //
 // The answer to a read the memo may keep (memo.go; memoable, under key
 // k) is kept for the next time if the read was asked before (memoSeen).
-func (s *session) answerFromMemory(req *Request, k memoKey, memoable bool) (answered bool) {
+func (s *session) answerFromMemory(req *Request, snd sender, k memoKey, memoable bool) (answered bool) {
 	if !fastIQs[iqKey{req.Type, req.Payload.Start.Name}] {
 		return false
 	}
@@ -97,7 +97,7 @@ func (s *session) answerFromMemory(req *Request, k memoKey, memoable bool) (answ
 	metrics.IQ(req.Payload.Start.Name.Space, err, time.Since(start))
 	fastAnswers.Add(1)
 	if memoable {
-		if e := s.memoize(k, st, req, payload, err); e != nil {
+		if e := s.memoize(k, st, req, snd, payload, err); e != nil {
 			s.writeMemo(e, req.ID)
 			return true
 		}

@@ -252,11 +252,11 @@ func (m *memoSeen) again(k memoKey) bool {
 // memoAnswers counts the requests answered from the memo (tests).
 var memoAnswers atomic.Int64
 
-// memoize keeps the answer the fast path gave req, read under st, and
+// memoize keeps the answer the fast path gave req from snd, read under st, and
 // returns it: a result whose payload is bytes, or an error of ours. It
 // returns nil, keeping nothing, for any other answer.
-func (s *session) memoize(k memoKey, st memoState, req *Request, payload xml.TokenReader, err error) *memoEntry {
-	e := &memoEntry{from: req.From, to: req.To, sender: s.g.senderOf(req.From),
+func (s *session) memoize(k memoKey, st memoState, req *Request, snd sender, payload xml.TokenReader, err error) *memoEntry {
+	e := &memoEntry{from: req.From, to: req.To, sender: snd,
 		series: metrics.IQSeriesOf(k.name.Space, err)}
 	if err != nil {
 		se, ok := surface.Wire(err)
