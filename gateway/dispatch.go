@@ -145,8 +145,11 @@ func (s *session) stanzaAddrs(start xml.StartElement) (from, to jid.JID, snd sen
 // five allocations a stanza when the answer memo does not hold the read
 // (docs/BENCHMARKS.md, "Spread reads"). Only valid JIDs are kept, at most
 // maxCachedJIDs, after which it starts over. Only the read loop uses it
-// (stanzaAddrs), so it has no lock.
-type jidCache struct{ m map[string]*parsedJID }
+// (stanzaAddrs); the idle release drops the whole map (drop), which is
+// why the map is behind an atomic pointer.
+type jidCache struct {
+	m atomic.Pointer[map[string]*parsedJID]
+}
 
 // parsedJID is one address of jidCache.
 type parsedJID struct {
@@ -161,8 +164,11 @@ const maxCachedJIDs = 1024
 var emptyJID = &parsedJID{}
 
 func (c *jidCache) parse(g *Gateway, s string) (*parsedJID, bool) {
-	if p, ok := c.m[s]; ok {
-		return p, true
+	m := c.m.Load()
+	if m != nil {
+		if p, ok := (*m)[s]; ok {
+			return p, true
+		}
 	}
 	if s == "" {
 		return emptyJID, true
@@ -172,14 +178,20 @@ func (c *jidCache) parse(g *Gateway, s string) (*parsedJID, bool) {
 		return nil, false
 	}
 	p := &parsedJID{j: j, snd: g.senderOf(j), ours: j.Domainpart() == g.domain.Domainpart()}
-	if c.m == nil || len(c.m) >= maxCachedJIDs {
-		c.m = make(map[string]*parsedJID)
+	if m == nil || len(*m) >= maxCachedJIDs {
+		fresh := make(map[string]*parsedJID)
+		m = &fresh
+		c.m.Store(m)
 	}
 	// s is a substring of the stanza's attribute text (stanzaread), which
 	// would keep the rest of it alive: the key is a copy.
-	c.m[strings.Clone(s)] = p
+	(*m)[strings.Clone(s)] = p
 	return p, true
 }
+
+// drop forgets every kept address (the idle release). The read loop may
+// be filling the map it held; it is then no longer the cache's.
+func (c *jidCache) drop() { c.m.Store(nil) }
 
 func parseJID(s string) (jid.JID, bool) {
 	if s == "" {

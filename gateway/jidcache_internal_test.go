@@ -9,7 +9,7 @@ import (
 
 // TestJIDCache: a cached address parses as it did, with its sender key
 // and whether we host it, an invalid one is refused every time and never
-// kept, and the cache stays bounded.
+// kept, the cache stays bounded, and it fills again after a drop.
 func TestJIDCache(t *testing.T) {
 	var c jidCache
 	g := &Gateway{domain: jid.MustParse("agents.example")}
@@ -32,13 +32,17 @@ func TestJIDCache(t *testing.T) {
 			t.Fatal("an invalid JID parsed")
 		}
 	}
-	if _, kept := c.m["a@b@c"]; kept || len(c.m) != 3 {
-		t.Errorf("cache holds %v", c.m)
+	if _, kept := (*c.m.Load())["a@b@c"]; kept || len(*c.m.Load()) != 3 {
+		t.Errorf("cache holds %v", *c.m.Load())
 	}
 	for i := range 3 * maxCachedJIDs {
 		c.parse(g, fmt.Sprintf("u%d@home.example", i))
 	}
-	if len(c.m) > maxCachedJIDs {
-		t.Errorf("cache holds %d JIDs", len(c.m))
+	if n := len(*c.m.Load()); n > maxCachedJIDs {
+		t.Errorf("cache holds %d JIDs", n)
+	}
+	c.drop()
+	if p, ok := c.parse(g, "Alice@Home.Example/r"); !ok || p.j.String() != "alice@home.example/r" || len(*c.m.Load()) != 1 {
+		t.Errorf("after drop: %+v, %v, %d kept", p, ok, len(*c.m.Load()))
 	}
 }

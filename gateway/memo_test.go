@@ -244,3 +244,41 @@ func TestMemoRateLimited(t *testing.T) {
 		t.Errorf("another sender: %s", c)
 	}
 }
+
+// TestIdleReleaseDropsCaches: once the stream has been quiet for the
+// idle release (a second), the built endpoint answers, the parsed
+// addresses and the kept answers are gone, and the next reads answer the
+// same bytes as before it, building them again.
+func TestIdleReleaseDropsCaches(t *testing.T) {
+	e := start(t, "")
+	register(t, e.store, "a001", "Agent One", true)
+	to := "a001@" + domain
+	var before []string
+	for range 3 {
+		el, _ := memoRead(e, carol, to, discoInfo)
+		before = append(before, withoutAttrs(t, el))
+	}
+	if infos, jids, memo := e.gw.Kept(); infos == 0 || jids == 0 || memo == 0 {
+		t.Fatalf("after the reads: %d infos, %d addresses, %d kept answers", infos, jids, memo)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		infos, jids, memo := e.gw.Kept()
+		if infos == 0 && jids == 0 && memo == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("idle: %d infos, %d addresses, %d kept answers", infos, jids, memo)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for i := range 3 {
+		el, _ := memoRead(e, carol, to, discoInfo)
+		if got := withoutAttrs(t, el); got != before[i] {
+			t.Errorf("read %d after the release: %s\nbefore: %s", i+1, got, before[i])
+		}
+	}
+	if infos, jids, _ := e.gw.Kept(); infos != 1 || jids == 0 {
+		t.Errorf("after the release and a read: %d infos, %d addresses", infos, jids)
+	}
+}
