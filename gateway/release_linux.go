@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"os"
-	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -26,9 +25,6 @@ import (
 // a relocated PIE's read-only data would) are dropped, so the contents seen
 // afterwards are exactly the file's.
 func releaseMemory() {
-	// Two collections: the first moves what sync.Pools hold (the reply
-	// buffers) aside, the second, FreeOSMemory's, frees it.
-	runtime.GC()
 	debug.FreeOSMemory()
 	for _, m := range readOnlyMappings() {
 		_, _, _ = syscall.Syscall(syscall.SYS_MADVISE, m.start, m.end-m.start, syscall.MADV_DONTNEED)

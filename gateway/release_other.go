@@ -2,15 +2,8 @@
 
 package gateway
 
-import (
-	"runtime"
-	"runtime/debug"
-)
+import "runtime/debug"
 
 // releaseMemory gives the free Go heap back to the operating system
-// (release_linux.go also drops the executable's mapped pages), after a
-// first collection that sets aside what sync.Pools hold.
-func releaseMemory() {
-	runtime.GC()
-	debug.FreeOSMemory()
-}
+// (release_linux.go also drops the executable's mapped pages).
+func releaseMemory() { debug.FreeOSMemory() }

@@ -114,7 +114,8 @@ func (g *Gateway) serve(ctx context.Context, sess *xmpp.Session, conn *traceConn
 		// collection frees them: each is rebuilt by the next requests
 		// that need it, and each held live objects made during the
 		// burst, scattered over pages that the release could not hand
-		// back (docs/BENCHMARKS.md, "Anonymous memory after load").
+		// back (docs/BENCHMARKS.md, "Spread reads and memory after
+		// load").
 		s.dropMemo()
 		s.jids.drop()
 		g.infos.drop()
