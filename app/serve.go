@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -23,6 +24,9 @@ import (
 	"agentgw/taskd"
 )
 
+// serveGCPercent is the Go collector's target of agentgw serve (GOGC).
+const serveGCPercent = 50
+
 // Serve is `agentgw serve`: it loads the configuration at path and builds,
 // in order, the logger, the store (checked), the process recorder (which
 // first kills what a previous run left of its tools), the metrics
@@ -31,6 +35,15 @@ import (
 // until ctx ends, applying a changed policy on SIGHUP. It tears down in
 // the reverse order.
 func Serve(ctx context.Context, path string, stderr io.Writer) error {
+	// The Go heap may grow to 1.5 times what is live between collections,
+	// not twice (GOGC=100): an idle gateway's live heap is about a
+	// megabyte, and the pages a burst touched up to the runtime's 4 MB
+	// minimum goal left more anonymous memory behind after the idle
+	// release (docs/BENCHMARKS.md, "Spread reads and memory after load").
+	// The GOGC environment variable still decides when set.
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(serveGCPercent)
+	}
 	cfg, err := config.Load(path)
 	if err != nil {
 		return err

@@ -34,20 +34,45 @@ func BenchmarkEndpointInfo(b *testing.B) {
 // server keeps 64 endpoint disco#info in flight from 64 senders, sending
 // the next as each answer arrives, and counts answers without parsing
 // them. It reports answers per second (the two share the machine's cores).
-func BenchmarkFlood(b *testing.B) {
+// Every sender asks the same endpoint, so after the first round each
+// answer comes from the read loop's memo (memo.go).
+func BenchmarkFlood(b *testing.B) { flood(b, 1, 64) }
+
+// BenchmarkFloodSpread is BenchmarkFlood spread as real traffic is: each
+// request asks one of 300 endpoints from one of 199 senders, in turn, so
+// that a (sender, endpoint) pair comes back only every 59,700 requests and
+// no answer comes from the memo (256 entries a stream): every request
+// takes the fast path from the start (fastpath.go).
+//
+//	cd gateway && go test -run XXX -bench 'Flood' -benchtime 50000x -benchmem .
+func BenchmarkFloodSpread(b *testing.B) { flood(b, 300, 199) }
+
+// flood keeps 64 endpoint disco#info in flight, each from the next of
+// senders senders to the next of endpoints endpoints, and checks the
+// first answer to each endpoint.
+func flood(b *testing.B, endpoints, senders int) {
 	e := startUnlimited(b)
-	register(b, e.store, "a001", "Agent One", true)
-	e.srv.iq(alice, "a001@"+domain, "get", `<query xmlns='http://jabber.org/protocol/disco#info'/>`)
+	for i := range endpoints {
+		register(b, e.store, fmt.Sprintf("a%03d", i+1), fmt.Sprintf("Agent %d", i+1), true)
+	}
+	for i := range endpoints {
+		el := e.srv.iq(alice, fmt.Sprintf("a%03d@%s", i+1, domain), "get", `<query xmlns='http://jabber.org/protocol/disco#info'/>`)
+		if typ, _ := el.AttrValue("type"); typ != "result" {
+			b.Fatalf("answered %s", marshalTB(b, el))
+		}
+	}
 	const inFlight = 64
+	// One request per step of the cycle: sender i%senders to endpoint
+	// i%endpoints, as many as it takes for the pairs to come back.
 	var reqs [][]byte
-	for i := range inFlight {
-		reqs = append(reqs, fmt.Appendf(nil, `<iq type='get' from='sender-%02d@home.example/r' to='a001@%s' id='f'><query xmlns='http://jabber.org/protocol/disco#info'/></iq>`, i, domain))
+	for i := range max(inFlight, senders*endpoints) {
+		reqs = append(reqs, fmt.Appendf(nil, `<iq type='get' from='sender-%03d@home.example/r' to='a%03d@%s' id='f'><query xmlns='http://jabber.org/protocol/disco#info'/></iq>`, i%senders, i%endpoints+1, domain))
 	}
 	send := func(k int, seq *int) {
 		var buf bytes.Buffer
 		for range k {
 			*seq++
-			buf.Write(reqs[*seq%inFlight])
+			buf.Write(reqs[*seq%len(reqs)])
 		}
 		e.srv.conn.SetWriteDeadline(time.Now().Add(30 * time.Second))
 		if _, err := e.srv.conn.Write(buf.Bytes()); err != nil {

@@ -50,6 +50,9 @@ type session struct {
 	// memo is the read loop's kept answers (memo.go); nil until the first
 	// and after an idle release.
 	memo atomic.Pointer[memoTable]
+	// seen is the reads the read loop answered lately, of which only a
+	// repeat has its answer kept (memo.go).
+	seen memoSeen
 }
 
 func (s *session) touch()            { s.lastNS.Store(time.Now().UnixNano()) }
@@ -90,9 +93,10 @@ func (s *session) dispatch(el wire.Element, tooLarge bool) {
 // 'from' equal to our own domain; ours passes it on as sent.
 // A stanza with no 'from' attribute at all is not ok: the server stamps
 // every stanza it routes to a component, so one without is not from
-// anyone we could authorize, answer or rate-limit.
-func (s *session) stanzaAddrs(start xml.StartElement) (from, to jid.JID, id, typ string, ok bool) {
-	sawFrom := false
+// anyone we could authorize, answer or rate-limit. snd is the rate
+// limits' key of from (senderOf), kept with the parsed address.
+func (s *session) stanzaAddrs(start xml.StartElement) (from, to jid.JID, snd sender, id, typ string, ok bool) {
+	sawFrom, ours := false, false
 	for _, a := range start.Attr {
 		if a.Name.Space != "" {
 			continue
@@ -100,15 +104,17 @@ func (s *session) stanzaAddrs(start xml.StartElement) (from, to jid.JID, id, typ
 		switch a.Name.Local {
 		case "from":
 			sawFrom = true
-			from, ok = s.jids.parse(a.Value)
-			if !ok {
+			var f *parsedJID
+			if f, ok = s.jids.parse(s.g, a.Value); !ok {
 				return
 			}
+			from, snd = f.j, f.snd
 		case "to":
-			to, ok = s.jids.parse(a.Value)
-			if !ok {
+			var t *parsedJID
+			if t, ok = s.jids.parse(s.g, a.Value); !ok {
 				return
 			}
+			to, ours = t.j, t.ours
 		case "id":
 			id = a.Value
 		case "type":
@@ -116,45 +122,76 @@ func (s *session) stanzaAddrs(start xml.StartElement) (from, to jid.JID, id, typ
 		}
 	}
 	if !sawFrom {
-		return from, to, id, typ, false
+		return from, to, snd, id, typ, false
 	}
 	if from.Equal(jid.JID{}) {
-		from = s.g.domain
+		from, snd = s.g.domain, sender{self: true}
 	}
 	// A stanza not addressed to a JID we host is dropped unanswered: any
 	// reply would have to come from a JID we do not host, and the server
 	// would drop the whole component stream for it (invalid-from).
-	if to.Equal(jid.JID{}) || to.Domainpart() != s.g.domain.Domainpart() {
-		return from, to, id, typ, false
+	if !ours {
+		return from, to, snd, id, typ, false
 	}
-	return from, to, id, typ, true
+	return from, to, snd, id, typ, true
 }
 
 // jidCache holds the JIDs the read loop parsed lately, by their text: the
 // addresses of a stream repeat, and parsing one (PRECIS and IDNA
 // normalization) was a seventh of the read loop's work under a flood.
-// Only valid JIDs are kept, at most maxCachedJIDs, after which it starts
-// over. Only the read loop uses it (stanzaAddrs), so it has no lock.
-type jidCache struct{ m map[string]jid.JID }
+// With each it keeps what the read loop works out from it on every
+// stanza: the rate limits' key of it as a sender, and whether it is a JID
+// we host; each of those is strings built from the JID's bytes, three to
+// five allocations a stanza when the answer memo does not hold the read
+// (docs/BENCHMARKS.md, "Spread reads"). Only valid JIDs are kept, at most
+// maxCachedJIDs, after which it starts over. Only the read loop uses it
+// (stanzaAddrs); the idle release drops the whole map (drop), which is
+// why the map is behind an atomic pointer.
+type jidCache struct {
+	m atomic.Pointer[map[string]*parsedJID]
+}
+
+// parsedJID is one address of jidCache.
+type parsedJID struct {
+	j    jid.JID
+	snd  sender // senderOf(j)
+	ours bool   // j is not empty and its domain is the gateway's
+}
 
 const maxCachedJIDs = 1024
 
-func (c *jidCache) parse(s string) (jid.JID, bool) {
-	if j, ok := c.m[s]; ok {
-		return j, true
+// emptyJID is the parse of an absent address ("").
+var emptyJID = &parsedJID{}
+
+func (c *jidCache) parse(g *Gateway, s string) (*parsedJID, bool) {
+	m := c.m.Load()
+	if m != nil {
+		if p, ok := (*m)[s]; ok {
+			return p, true
+		}
+	}
+	if s == "" {
+		return emptyJID, true
 	}
 	j, ok := parseJID(s)
-	if !ok || s == "" {
-		return j, ok
+	if !ok {
+		return nil, false
 	}
-	if c.m == nil || len(c.m) >= maxCachedJIDs {
-		c.m = make(map[string]jid.JID)
+	p := &parsedJID{j: j, snd: g.senderOf(j), ours: j.Domainpart() == g.domain.Domainpart()}
+	if m == nil || len(*m) >= maxCachedJIDs {
+		fresh := make(map[string]*parsedJID)
+		m = &fresh
+		c.m.Store(m)
 	}
 	// s is a substring of the stanza's attribute text (stanzaread), which
 	// would keep the rest of it alive: the key is a copy.
-	c.m[strings.Clone(s)] = j
-	return j, true
+	(*m)[strings.Clone(s)] = p
+	return p, true
 }
+
+// drop forgets every kept address (the idle release). The read loop may
+// be filling the map it held; it is then no longer the cache's.
+func (c *jidCache) drop() { c.m.Store(nil) }
 
 func parseJID(s string) (jid.JID, bool) {
 	if s == "" {
@@ -175,7 +212,7 @@ func (s *session) dispatchIQ(el wire.Element, tooLarge bool) {
 			return
 		}
 	}
-	from, to, id, typ, ok := s.stanzaAddrs(el.Start)
+	from, to, snd, id, typ, ok := s.stanzaAddrs(el.Start)
 	if !ok {
 		s.g.log.Debug("dropping IQ with unusable addresses")
 		return
@@ -203,11 +240,11 @@ func (s *session) dispatchIQ(el wire.Element, tooLarge bool) {
 		return
 	}
 	req.Payload = kids[0]
-	if !s.g.allowSender(from, time.Now()) {
+	if !s.g.allow(snd, time.Now()) {
 		s.reject(req, surface.ErrResourceConstraint)
 		return
 	}
-	if s.answerFromMemory(req, k, memoable) {
+	if s.answerFromMemory(req, snd, k, memoable) {
 		return
 	}
 	// A warm worker if one is idle: its stack has already grown to what a
@@ -313,7 +350,7 @@ func (s *session) quickSender() {
 // bounces the rest: the bounce is the same for every endpoint, hidden,
 // visible or nonexistent, and for a sender who may not chat with it.
 func (s *session) dispatchMessage(el wire.Element) {
-	from, to, id, typ, ok := s.stanzaAddrs(el.Start)
+	from, to, snd, id, typ, ok := s.stanzaAddrs(el.Start)
 	if !ok || from.Equal(s.g.domain) {
 		return
 	}
@@ -326,7 +363,7 @@ func (s *session) dispatchMessage(el wire.Element) {
 		// RFC 6121 §8.5.2: headlines to nobody are silently dropped.
 		return
 	}
-	if !s.g.allowSender(from, time.Now()) {
+	if !s.g.allow(snd, time.Now()) {
 		// Past the sender's or its domain's rate: no bounce.
 		return
 	}

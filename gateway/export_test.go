@@ -34,3 +34,25 @@ func (g *Gateway) SetDialer(dial func(context.Context) (net.Conn, error)) { g.di
 // SetCommandWait sets how long an ad-hoc command waits for its task; 0
 // restores the default.
 func SetCommandWait(d time.Duration) { commandWait.Store(int64(d)) }
+
+// Kept is what the gateway keeps between requests: built endpoint
+// disco#info answers, the stream's parsed addresses and its kept answers
+// (the memo's entries).
+func (g *Gateway) Kept() (infos, jids, memo int) {
+	g.infos.mu.Lock()
+	infos = len(g.infos.m)
+	g.infos.mu.Unlock()
+	g.pending.mu.Lock()
+	s := g.pending.sess
+	g.pending.mu.Unlock()
+	if s == nil {
+		return infos, 0, 0
+	}
+	if m := s.jids.m.Load(); m != nil {
+		jids = len(*m)
+	}
+	if t := s.memo.Load(); t != nil {
+		memo = len(t.m)
+	}
+	return infos, jids, memo
+}

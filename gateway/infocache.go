@@ -10,7 +10,7 @@ import (
 )
 
 // maxCachedInfos bounds the endpoint disco#info answers kept built; past
-// it the cache starts over.
+// it the cache starts over. The idle release drops it whole.
 const maxCachedInfos = 4096
 
 // infoCache holds endpoint disco#info payloads, built once per endpoint
@@ -56,4 +56,12 @@ func (g *Gateway) endpointInfo(v db.Version, tf []string) xml.TokenReader {
 	c.m[key] = f
 	c.mu.Unlock()
 	return f.Reader()
+}
+
+// drop forgets every built answer (the idle release); the next request
+// for each endpoint builds its answer again.
+func (c *infoCache) drop() {
+	c.mu.Lock()
+	c.m = nil
+	c.mu.Unlock()
 }

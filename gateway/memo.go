@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"encoding/xml"
+	"hash/maphash"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -200,14 +201,62 @@ func (s *session) answerKept(k memoKey, id string) bool {
 	return true
 }
 
+// maxMemoSeen is the number of slots of a stream's seen filter
+// (memoSeen): the reads asked lately, one 8-byte hash a slot.
+const maxMemoSeen = 1024
+
+// memoSeen is the read loop's record of the payload-less reads it has
+// answered lately, by a hash of their memo key in a slot of their own
+// (direct-mapped: a read pushes out whatever shared its slot). An answer
+// is kept only when its read is asked a second time: real traffic asks
+// many endpoints, each once, and keeping each of those answers (an
+// entry, its copied key and addresses, a map that starts over every 256)
+// cost a third of the read loop's time on such a read, for answers never
+// asked again (docs/BENCHMARKS.md, "Spread reads"). A repeat is answered
+// from the memo from its third ask on. A collision of two hashes only
+// keeps an answer one ask early, and the key itself is compared by the
+// memo's map, so it never gives a wrong one.
+type memoSeen struct {
+	seed  maphash.Seed
+	h     maphash.Hash
+	slots [maxMemoSeen]uint64
+}
+
+// again records the read of key k and reports whether it was recorded
+// before and has not been pushed out since.
+func (m *memoSeen) again(k memoKey) bool {
+	if m.seed == (maphash.Seed{}) {
+		m.seed = maphash.MakeSeed()
+		m.h.SetSeed(m.seed)
+	}
+	m.h.Reset()
+	m.h.WriteString(k.from)
+	m.h.WriteByte(0)
+	m.h.WriteString(k.to)
+	m.h.WriteByte(0)
+	m.h.WriteString(k.name.Space)
+	m.h.WriteByte(0)
+	m.h.WriteString(k.name.Local)
+	m.h.WriteByte(0)
+	m.h.WriteString(k.node)
+	// 0 marks an empty slot: a hash of 0 counts as 1.
+	v := m.h.Sum64() | 1
+	slot := &m.slots[v%maxMemoSeen]
+	if *slot == v {
+		return true
+	}
+	*slot = v
+	return false
+}
+
 // memoAnswers counts the requests answered from the memo (tests).
 var memoAnswers atomic.Int64
 
-// memoize keeps the answer the fast path gave req, read under st, and
+// memoize keeps the answer the fast path gave req from snd, read under st, and
 // returns it: a result whose payload is bytes, or an error of ours. It
 // returns nil, keeping nothing, for any other answer.
-func (s *session) memoize(k memoKey, st memoState, req *Request, payload xml.TokenReader, err error) *memoEntry {
-	e := &memoEntry{from: req.From, to: req.To, sender: s.g.senderOf(req.From),
+func (s *session) memoize(k memoKey, st memoState, req *Request, snd sender, payload xml.TokenReader, err error) *memoEntry {
+	e := &memoEntry{from: req.From, to: req.To, sender: snd,
 		series: metrics.IQSeriesOf(k.name.Space, err)}
 	if err != nil {
 		se, ok := surface.Wire(err)

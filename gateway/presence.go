@@ -218,7 +218,7 @@ send:
 // presence of type error is never answered. It runs on the read loop, so it
 // only appends.
 func (s *session) dispatchPresence(el wire.Element) {
-	from, to, id, typ, ok := s.stanzaAddrs(el.Start)
+	from, to, snd, id, typ, ok := s.stanzaAddrs(el.Start)
 	if !ok || s.presence == nil {
 		return
 	}
@@ -232,7 +232,7 @@ func (s *session) dispatchPresence(el wire.Element) {
 	if from.Domainpart() == dom || to.Domainpart() != dom {
 		return
 	}
-	if !s.g.allowSender(from, time.Now()) {
+	if !s.g.allow(snd, time.Now()) {
 		// Past the sender's or its domain's rate (ratelimit.go).
 		return
 	}

@@ -110,8 +110,15 @@ func (g *Gateway) serve(ctx context.Context, sess *xmpp.Session, conn *traceConn
 	go func() { done <- s.readLoop() }()
 	go s.keepalive(g.opts.PingInterval, g.opts.PingTimeout, conn)
 	go s.releaseWhenIdle(idleRelease, func() {
-		// The kept answers go first, so that the collection frees them.
+		// The kept answers and the caches go first, so that the
+		// collection frees them: each is rebuilt by the next requests
+		// that need it, and each held live objects made during the
+		// burst, scattered over pages that the release could not hand
+		// back (docs/BENCHMARKS.md, "Spread reads and memory after
+		// load").
 		s.dropMemo()
+		s.jids.drop()
+		g.infos.drop()
 		releaseMemory()
 	})
 

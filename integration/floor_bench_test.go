@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
+	"encoding/json"
 	"encoding/xml"
 	"fmt"
 	"net"
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"agentgw/c2s"
 	"agentgw/internal/harness"
 )
 
@@ -28,6 +30,13 @@ import (
 // Prosody → client) with the same bytes, so endpoint/floor is what the
 // gateway adds. Prosody's own disco#info is reported beside them.
 //
+// Beside that repeated read, which the gateway answers from its memo
+// after the first times, each round asks a spread pair, as real clients
+// do: one of the 260 generated endpoints (agent-NNN) from one of 8 client
+// connections of alice, each pair once in 2,080 rounds, and the floor's
+// agent-NNN@floor.example, which answers with that endpoint's bytes. Its
+// ratio is "spread-endpoint/floor".
+//
 //	go test ./integration -run XXX -bench Floor -benchtime 2000x -count 2
 func BenchmarkFloor(b *testing.B) {
 	need(b)
@@ -38,11 +47,22 @@ func BenchmarkFloor(b *testing.B) {
 	if err != nil || !strings.Contains(raw, "agent-endpoint-info") {
 		b.Fatalf("%v %s", err, raw)
 	}
-	i, j := strings.Index(raw, "<query"), strings.LastIndex(raw, "</query>")
-	if i < 0 || j < i {
-		b.Fatalf("no query in %s", raw)
+	// The floor answers each endpoint's request with that endpoint's
+	// bytes, by local part ("" for floor@).
+	payloads := map[string]string{"": queryOf(b, raw)}
+	spread := agentJIDs(0, numAgents)
+	for _, to := range spread {
+		got, err := alice.IQ(ctx, "get", to, discoInfo)
+		if err != nil || !strings.Contains(got, "agent-endpoint-info") {
+			b.Fatalf("%s: %v %s", to, err, got)
+		}
+		payloads[strings.Split(to, "@")[0]] = queryOf(b, got)
 	}
-	stopFloor := startFloor(b, []byte(raw[i:j+len("</query>")]))
+	var clients []*c2s.Client
+	for range 8 {
+		clients = append(clients, login(b, "alice", harness.HomeDomain))
+	}
+	stopFloor := startFloor(b, payloads)
 	defer stopFloor()
 	floor := "floor@" + harness.FloorDomain
 	var server, gateway, floorT []time.Duration
@@ -52,14 +72,16 @@ func BenchmarkFloor(b *testing.B) {
 	// it always followed the floor. Each order's ratio is reported too.
 	var second [2][]time.Duration // [0]: the endpoint after the floor, [1]: the floor after the endpoint
 	var first [2][]time.Duration  // [0]: the floor first, [1]: the endpoint first
-	ask := func(to string) time.Duration {
+	var spreadG, spreadF []time.Duration
+	askAs := func(c *c2s.Client, to string) time.Duration {
 		t0 := time.Now()
-		got, err := alice.IQ(ctx, "get", to, discoInfo)
+		got, err := c.IQ(ctx, "get", to, discoInfo)
 		if err != nil || !strings.Contains(got, "agent-endpoint-info") {
 			b.Fatalf("%s: %v %s", to, err, got)
 		}
 		return time.Since(t0)
 	}
+	ask := func(to string) time.Duration { return askAs(alice, to) }
 	round := 0
 	for b.Loop() {
 		t0 := time.Now()
@@ -78,6 +100,17 @@ func BenchmarkFloor(b *testing.B) {
 			floorT, gateway = append(floorT, f), append(gateway, g)
 			first[1], second[1] = append(first[1], g), append(second[1], f)
 		}
+		// The spread pair, in the order of this round's repeated one.
+		c := clients[round/len(spread)%len(clients)]
+		to := spread[round%len(spread)]
+		floorTo := strings.Split(to, "@")[0] + "@" + harness.FloorDomain
+		if round%2 == 0 {
+			f := askAs(c, floorTo)
+			spreadF, spreadG = append(spreadF, f), append(spreadG, askAs(c, to))
+		} else {
+			g := askAs(c, to)
+			spreadF, spreadG = append(spreadF, askAs(c, floorTo)), append(spreadG, g)
+		}
 		round++
 	}
 	if round >= 2 {
@@ -91,11 +124,25 @@ func BenchmarkFloor(b *testing.B) {
 	b.ReportMetric(float64(pg)/float64(pf), "endpoint/floor")
 	b.ReportMetric(float64(pf)/float64(ps), "floor/server")
 	b.ReportMetric(float64(pg)/float64(ps), "endpoint/server")
+	sg, sf := p50(spreadG), p50(spreadF)
+	b.ReportMetric(float64(sg.Microseconds()), "spread-endpoint-p50-µs")
+	b.ReportMetric(float64(sf.Microseconds()), "spread-floor-p50-µs")
+	b.ReportMetric(float64(sg)/float64(sf), "spread-endpoint/floor")
+}
+
+// queryOf is the <query/> of a disco#info result.
+func queryOf(b *testing.B, raw string) string {
+	i, j := strings.Index(raw, "<query"), strings.LastIndex(raw, "</query>")
+	if i < 0 || j < i {
+		b.Fatalf("no query in %s", raw)
+	}
+	return raw[i : j+len("</query>")]
 }
 
 // floorEnv makes the test binary the floor component (TestMain): its
 // value is the component address, floorSecretEnv the secret and
-// floorPayloadEnv the file of the payload to answer with.
+// floorPayloadEnv the file of the payloads to answer with (JSON: by the
+// local part of the address asked, "" for any other).
 const (
 	floorEnv        = "AGENTGW_IT_FLOOR"
 	floorSecretEnv  = "AGENTGW_IT_FLOOR_SECRET"
@@ -104,11 +151,16 @@ const (
 
 // startFloor runs the floor component as a process of its own, as the
 // gateway is one, connected to Prosody and answering every IQ get with
-// payload, until the returned function is called.
-func startFloor(b *testing.B, payload []byte) func() {
+// the payload of its address's local part (else of ""), until the
+// returned function is called.
+func startFloor(b *testing.B, payloads map[string]string) func() {
 	b.Helper()
-	file := filepath.Join(b.TempDir(), "floor-payload.xml")
-	if err := os.WriteFile(file, payload, 0o600); err != nil {
+	file := filepath.Join(b.TempDir(), "floor-payload.json")
+	js, err := json.Marshal(payloads)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(file, js, 0o600); err != nil {
 		b.Fatal(err)
 	}
 	exe, err := os.Executable()
@@ -141,8 +193,13 @@ func startFloor(b *testing.B, payload []byte) func() {
 // serveFloor is the floor component's process: it connects, says ready
 // and answers until its stream ends.
 func serveFloor() int {
-	payload, err := os.ReadFile(os.Getenv(floorPayloadEnv))
+	js, err := os.ReadFile(os.Getenv(floorPayloadEnv))
 	if err != nil {
+		fmt.Fprintln(os.Stderr, "floor:", err)
+		return 1
+	}
+	var payloads map[string]string
+	if err := json.Unmarshal(js, &payloads); err != nil {
 		fmt.Fprintln(os.Stderr, "floor:", err)
 		return 1
 	}
@@ -224,7 +281,12 @@ func serveFloor() int {
 		out.WriteString(`' to='`)
 		xml.EscapeText(&out, []byte(from))
 		out.WriteString(`'>`)
-		out.Write(payload)
+		local, _, _ := strings.Cut(to, "@")
+		payload, ok := payloads[local]
+		if !ok {
+			payload = payloads[""]
+		}
+		out.WriteString(payload)
 		out.WriteString(`</iq>`)
 		if _, err := conn.Write(out.Bytes()); err != nil {
 			return 0

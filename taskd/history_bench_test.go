@@ -274,3 +274,80 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(code)
 }
+
+// BenchmarkAdmissionRun measures admission as a caller's history grows
+// within one run, as a client sees it from outside: each iteration is
+// 3,000 admissions of echo tasks by one caller on each of two fresh
+// stores, one with the default quotas and one with none, alternating
+// admission by admission. Each task runs (the builtin echo) and is
+// retained, settled, like the tasks of a real caller. It reports the p50
+// of the last 100 admissions against that of admissions 200-300, per
+// store ("last/early-default", "last/early-none"), and default against
+// none over the last 100 ("quota-x-last").
+//
+//	go test ./taskd -run XXX -bench AdmissionRun -benchtime 3x
+func BenchmarkAdmissionRun(b *testing.B) {
+	const n = 3000
+	ctx := context.Background()
+	inv := historyInvoker(b)
+	lat := map[bool][][]time.Duration{} // by quota: per iteration, per admission
+	for i := range b.N {
+		svcs := map[bool]*taskd.Service{}
+		for _, quota := range []bool{true, false} {
+			store, err := db.Open(ctx, filepath.Join(b.TempDir(), "agentgw.db"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := app.RegisterBuiltin(ctx, store, demo); err != nil {
+				b.Fatal(err)
+			}
+			opts := taskd.Options{
+				Runtimes:  map[string]runtime.Runtime{demo: builtin.New(builtin.Options{})},
+				MaxActive: 1 << 30,
+			}
+			if quota {
+				opts.MaxFinishedPerCaller = config.DefaultFinishedTasksPerCaller
+				opts.MaxBytesPerCaller = config.DefaultStoredBytesPerCaller
+			}
+			svc, err := taskd.New(store, opts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := svc.Start(ctx); err != nil {
+				b.Fatal(err)
+			}
+			svcs[quota] = svc
+			b.Cleanup(func() { svc.Close(); store.Close() })
+		}
+		run := map[bool][]time.Duration{}
+		for k := range 2 * n {
+			// The order turns every admission.
+			quota := (k+i)%2 == 0
+			start := time.Now()
+			adm, err := inv(ctx, svcs[quota], historyCaller, fmt.Sprintf("req-run-%016d", k/2))
+			if err != nil {
+				b.Fatal(err)
+			}
+			run[quota] = append(run[quota], time.Since(start))
+			adm.Dispatch()
+		}
+		for q, l := range run {
+			lat[q] = append(lat[q], l)
+		}
+	}
+	b.StopTimer()
+	p50 := func(quota bool, from, to int) float64 {
+		var all []time.Duration
+		for _, l := range lat[quota] {
+			all = append(all, l[from:to]...)
+		}
+		slices.Sort(all)
+		return float64(all[len(all)/2])
+	}
+	for _, q := range []bool{true, false} {
+		name := map[bool]string{true: "default", false: "none"}[q]
+		b.ReportMetric(p50(q, n-100, n)/p50(q, 200, 300), "last/early-"+name)
+	}
+	b.ReportMetric(p50(true, n-100, n)/p50(false, n-100, n), "quota-x-last")
+	b.ReportMetric(p50(true, n-100, n)/1e3, "µs-p50-last-default")
+}
