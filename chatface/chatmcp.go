@@ -34,12 +34,11 @@ import (
 	"agentgw/chat"
 	"agentgw/db"
 	"agentgw/mcpface"
-	"agentgw/mcpface/scope"
+	"agentgw/mcpface/layer"
 	"agentgw/policy"
 	"agentgw/wire"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"mellium.im/xmpp/jid"
 	"mellium.im/xmpp/stanza"
@@ -73,7 +72,7 @@ type Options struct {
 	Log       *slog.Logger
 	// AllowedOrigins are the Origin values accepted ([chat]
 	// allowed_origins): a request with any other gets 403, as does one
-	// whose Host is not loopback (mcpface.Guard).
+	// whose Host is not loopback (layer.Listener.Guard).
 	AllowedOrigins []string
 	// MaxSessionsPerToken bounds the live sessions of one token
 	// ([chat] max_sessions_per_token); zero takes
@@ -87,15 +86,21 @@ type endpointServer struct {
 	endpoint string
 	mcp      *mcp.Server
 
-	// limits bound each token's sessions and WaitForMessage calls.
-	limits mcpface.TokenLimits
+	// limits bound each token's WaitForMessage calls, sessions its
+	// live HTTP sessions.
+	limits   mcpface.TokenLimits
+	sessions layer.Sessions
 
 	mu        sync.Mutex
 	resources map[string]bool
 }
 
 // Handler serves the queue endpoints over Streamable HTTP at
-// mcpface.Path; run closes its resource watchers with ctx.
+// mcpface.Path, behind the MCP layer's front (layer.Listener, named
+// "chat"): the Origin and Host checks, the bearer tokens, the refusal of
+// JSON-RPC batches where the revision has none, and the sessions per
+// token, as on `agentgw mcp -http`. run closes its resource watchers with
+// ctx.
 func Handler(ctx context.Context, o Options) http.Handler {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
@@ -103,69 +108,50 @@ func Handler(ctx context.Context, o Options) http.Handler {
 	if o.MaxSessionsPerToken <= 0 {
 		o.MaxSessionsPerToken = mcpface.DefaultMaxSessionsPerToken
 	}
-	servers := map[string]*endpointServer{}
-	for _, ep := range o.Endpoints {
-		s := newEndpointServer(&o, ep)
-		s.limits.MaxSessions = o.MaxSessionsPerToken
-		servers[ep] = s
-		go s.watch(ctx)
-	}
 	values := make([][]byte, len(o.Tokens))
 	for i, t := range o.Tokens {
 		values[i] = t.Value
 	}
-	lookup := func(header string) (int, bool) { return mcpface.BearerIndex(header, values) }
-	streamable := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
-		ti := auth.TokenInfoFromContext(r.Context())
+	servers := map[string]*endpointServer{}
+	endpoint := func(ti *auth.TokenInfo) *endpointServer {
 		if ti == nil {
 			return nil
 		}
 		ep, _ := ti.Extra["endpoint"].(string)
-		if s := servers[ep]; s != nil {
-			return s.mcp
-		}
-		return nil
-	}, &mcp.StreamableHTTPOptions{Logger: o.Log, SessionTimeout: sessionTimeout,
-		// mcpface.Guard checks the Host of every request.
-		DisableLocalhostProtection: true})
-	// Each endpoint's server bounds the sessions of its tokens.
-	limited := map[string]http.Handler{}
-	for ep, s := range servers {
-		limited[ep] = s.limits.LimitSessions(streamable, func(r *http.Request) (*mcp.Server, string) {
-			return s.mcp, auth.TokenInfoFromContext(r.Context()).UserID
-		})
+		return servers[ep]
 	}
-	bounded := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ep, _ := auth.TokenInfoFromContext(r.Context()).Extra["endpoint"].(string)
-		if h := limited[ep]; h != nil {
-			h.ServeHTTP(w, r)
-			return
-		}
-		streamable.ServeHTTP(w, r)
-	})
-	verify := auth.RequireBearerToken(func(_ context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
-		i, ok := lookup(r.Header.Get("Authorization"))
-		if !ok {
-			return nil, auth.ErrInvalidToken
-		}
+	front := layer.NewListener("chat", "agentgw-chat", o.Log, values, func(i int) *auth.TokenInfo {
 		return &auth.TokenInfo{
 			Scopes: o.Tokens[i].Scopes,
 			UserID: "chat-token:" + fmt.Sprint(i) + ":" + o.Tokens[i].Endpoint,
 			Extra:  map[string]any{"endpoint": o.Tokens[i].Endpoint},
-		}, nil
-	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(bounded)
-	mux := http.NewServeMux()
-	mux.HandleFunc(mcpface.Path, func(w http.ResponseWriter, r *http.Request) {
-		if _, ok := lookup(r.Header.Get("Authorization")); !ok {
-			mcpface.Unauthorized(w, r, "agentgw-chat")
-			return
 		}
-		verify.ServeHTTP(w, r)
+	}, func(ti *auth.TokenInfo) (*mcp.Server, *layer.Sessions) {
+		if s := endpoint(ti); s != nil {
+			return s.mcp, &s.sessions
+		}
+		return nil, nil
 	})
-	return mcpface.Guard(mux, o.AllowedOrigins, o.Log)
+	for _, ep := range o.Endpoints {
+		s := newEndpointServer(&o, ep, front.RefuseScope)
+		s.sessions.Max = o.MaxSessionsPerToken
+		servers[ep] = s
+		go s.watch(ctx)
+	}
+	streamable := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
+		if s := endpoint(auth.TokenInfoFromContext(r.Context())); s != nil {
+			return s.mcp
+		}
+		return nil
+	}, &mcp.StreamableHTTPOptions{Logger: o.Log, SessionTimeout: sessionTimeout,
+		// The front checks the Host of every request.
+		DisableLocalhostProtection: true})
+	mux := http.NewServeMux()
+	mux.Handle(mcpface.Path, front.MCP(streamable))
+	return front.Guard(mux, o.AllowedOrigins)
 }
 
-func newEndpointServer(o *Options, endpoint string) *endpointServer {
+func newEndpointServer(o *Options, endpoint string, refused func(ctx context.Context, method, missing string)) *endpointServer {
 	s := &endpointServer{o: o, endpoint: endpoint, resources: map[string]bool{}}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "agentgw-chat", Title: "XMPP MCP Server for " + endpoint + " (agentgw)", Version: mcpface.Version}, &mcp.ServerOptions{
 		Instructions: "This server is the hosted XMPP endpoint " + endpoint + ". Chats people send it wait as mid: resources " +
@@ -178,56 +164,10 @@ func newEndpointServer(o *Options, endpoint string) *endpointServer {
 	for _, t := range tools {
 		s.mcp.AddTool(t.def.MCPTool(), s.handler(t))
 	}
-	s.mcp.AddReceivingMiddleware(s.scopes)
+	// The MCP layer's one scope check, with this face's tools: a mid:
+	// resource needs Tools.Message.Get, as on agentgw mcp.
+	s.mcp.AddReceivingMiddleware(layer.Scopes(layer.ScopeCheck{Held: layer.TokenScopes, ToolScope: toolScope, Refused: refused}))
 	return s
-}
-
-// methodScopes are the scopes of the methods other than tools/call.
-var methodScopes = map[string]string{
-	"resources/list":           scope.ResourcesList,
-	"resources/templates/list": scope.ResourcesList,
-	"resources/subscribe":      scope.ResourcesList,
-	"resources/unsubscribe":    scope.ResourcesList,
-	"resources/read":           scope.ResourcesRead,
-}
-
-// scopes enforces the token's scopes: tools/list shows only the tools it
-// may call, and anything else outside them is refused.
-func (s *endpointServer) scopes(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		held := scope.Set{}
-		if ex := req.GetExtra(); ex != nil && ex.TokenInfo != nil {
-			held = scope.Of(ex.TokenInfo.Scopes)
-		}
-		switch method {
-		case "tools/call":
-			name := req.(*mcp.CallToolRequest).Params.Name
-			if sc := toolScope(name); sc != "" && !held.Has(sc) {
-				return nil, forbidden("tool "+name, sc)
-			}
-		case "tools/list":
-			res, err := next(ctx, method, req)
-			if lr, ok := res.(*mcp.ListToolsResult); ok && err == nil {
-				kept := lr.Tools[:0:0]
-				for _, t := range lr.Tools {
-					if held.Has(toolScope(t.Name)) {
-						kept = append(kept, t)
-					}
-				}
-				lr.Tools = kept
-			}
-			return res, err
-		default:
-			if sc, ok := methodScopes[method]; ok && !held.Has(sc) {
-				return nil, forbidden(method, sc)
-			}
-		}
-		return next(ctx, method, req)
-	}
-}
-
-func forbidden(what, sc string) error {
-	return &jsonrpc.Error{Code: mcpface.CodeForbidden, Message: fmt.Sprintf("forbidden: %s needs the scope %s, which this token does not hold", what, sc)}
 }
 
 // watch keeps the resources in step with the queue and the subscribers.

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"agentgw/mcpface/layer"
 	"agentgw/wire"
 )
 
@@ -85,7 +86,7 @@ func FuzzResourceURI(f *testing.F) {
 				t.Fatalf("%q: message id %q accepted", uri, id)
 			}
 		}
-		_ = isMessageURI(uri)
+		_ = layer.IsMessageURI(uri)
 	})
 }
 

@@ -1,21 +1,20 @@
 package mcpface
 
 import (
-	"context"
 	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/hex"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
+
+	"agentgw/mcpface/layer"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Path is where the Streamable HTTP transport is served.
-const Path = "/mcp"
+const Path = layer.Path
 
 // sessionTimeout closes an HTTP session idle for that long.
 const sessionTimeout = 30 * time.Minute
@@ -32,7 +31,7 @@ type Token struct {
 
 // DefaultMaxSessionsPerToken is [mcp] max_sessions_per_token: the live
 // MCP sessions one token may hold at once.
-const DefaultMaxSessionsPerToken = 16
+const DefaultMaxSessionsPerToken = layer.DefaultMaxSessionsPerToken
 
 // HTTPOptions configure the Streamable HTTP transport.
 type HTTPOptions struct {
@@ -58,12 +57,14 @@ func HTTPHandler(servers map[string]*Server, tokens []Token, log *slog.Logger) h
 }
 
 // NewHTTPHandler serves the accounts' servers (by bare JID) over
-// Streamable HTTP at Path. Every request, on any path, is first checked
-// against DNS rebinding: an Origin not in opts.AllowedOrigins, or (on a
-// loopback listener) a Host that is not loopback, gets 403 before anything
-// else sees it. Then a request must carry one of tokens as a bearer
-// token, or it gets 401 with a WWW-Authenticate challenge; the token picks
-// the account and its scopes.
+// Streamable HTTP at Path, behind the MCP layer's front (layer.Listener,
+// named "mcp"): every request, on any path, is first checked against DNS
+// rebinding (an Origin not in opts.AllowedOrigins, or on a loopback
+// listener a Host that is not loopback, gets 403); then a request must
+// carry one of tokens as a bearer token, or it gets 401 with a
+// WWW-Authenticate challenge; the token picks the account and its scopes.
+// The front refuses JSON-RPC batches where the revision has none and
+// bounds each token's sessions; every refusal is logged and counted.
 func NewHTTPHandler(servers map[string]*Server, tokens []Token, opts HTTPOptions) http.Handler {
 	log := opts.Log
 	if log == nil {
@@ -73,32 +74,20 @@ func NewHTTPHandler(servers map[string]*Server, tokens []Token, opts HTTPOptions
 		opts.MaxSessionsPerToken = DefaultMaxSessionsPerToken
 	}
 	for _, s := range servers {
-		s.limits.MaxSessions = opts.MaxSessionsPerToken
+		s.sessions.Max = opts.MaxSessionsPerToken
 	}
 	values := make([][]byte, len(tokens))
 	for i, t := range tokens {
 		values[i] = t.Value
 	}
-	lookup := func(header string) (int, bool) { return BearerIndex(header, values) }
-	streamable := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
-		ti := auth.TokenInfoFromContext(r.Context())
+	account := func(ti *auth.TokenInfo) *Server {
 		if ti == nil {
 			return nil
 		}
 		acct, _ := ti.Extra["account"].(string)
-		if s := servers[acct]; s != nil {
-			return s.mcp
-		}
-		return nil
-	}, &mcp.StreamableHTTPOptions{Logger: log, SessionTimeout: sessionTimeout,
-		// guard checks the Host of every request, in front of the tasks
-		// layer too; go-sdk's check would be a second, partial one.
-		DisableLocalhostProtection: true})
-	verify := auth.RequireBearerToken(func(_ context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
-		i, ok := lookup(r.Header.Get("Authorization"))
-		if !ok {
-			return nil, auth.ErrInvalidToken
-		}
+		return servers[acct]
+	}
+	front := layer.NewListener("mcp", "agentgw-mcp", log, values, func(i int) *auth.TokenInfo {
 		return &auth.TokenInfo{
 			Scopes: tokens[i].Scopes,
 			// The SDK binds a session to the UserID that created it; it
@@ -106,61 +95,32 @@ func NewHTTPHandler(servers map[string]*Server, tokens []Token, opts HTTPOptions
 			// from the token (not its place in the list).
 			UserID: tokenUserID(tokens[i].Value),
 			Extra:  map[string]any{"account": tokens[i].Account},
-		}, nil
-	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(tasksHTTP(servers, streamable))
+		}
+	}, func(ti *auth.TokenInfo) (*mcp.Server, *layer.Sessions) {
+		if s := account(ti); s != nil {
+			return s.mcp, &s.sessions
+		}
+		return nil, nil
+	})
+	for _, s := range servers {
+		s.refused = front.RefuseScope
+	}
+	streamable := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
+		if s := account(auth.TokenInfoFromContext(r.Context())); s != nil {
+			return s.mcp
+		}
+		return nil
+	}, &mcp.StreamableHTTPOptions{Logger: log, SessionTimeout: sessionTimeout,
+		// The front checks the Host of every request, in front of the
+		// tasks layer too; go-sdk's check would be a second, partial one.
+		DisableLocalhostProtection: true})
 
 	mux := http.NewServeMux()
-	unauthorized := func(w http.ResponseWriter, r *http.Request) bool {
-		h := r.Header.Get("Authorization")
-		if _, ok := lookup(h); !ok {
-			Unauthorized(w, r, "agentgw-mcp")
-			log.Info("mcp http: unauthorized request", "remote", r.RemoteAddr, "credentials", h != "")
-			return true
-		}
-		return false
-	}
-	mux.HandleFunc(Path, func(w http.ResponseWriter, r *http.Request) {
-		if !unauthorized(w, r) {
-			verify.ServeHTTP(w, r)
-		}
-	})
+	mux.Handle(Path, front.MCP(tasksHTTP(servers, streamable)))
 	if opts.Metrics != nil {
-		mux.HandleFunc(MetricsPath, func(w http.ResponseWriter, r *http.Request) {
-			if !unauthorized(w, r) {
-				opts.Metrics.ServeHTTP(w, r)
-			}
-		})
+		mux.Handle(MetricsPath, front.Authorized(opts.Metrics))
 	}
-	return Guard(mux, opts.AllowedOrigins, log)
-}
-
-// BearerIndex returns the index of the one value among values that an
-// Authorization header carries as its bearer token. It compares with every
-// value, in constant time; no match or more than one is false.
-func BearerIndex(header string, values [][]byte) (int, bool) {
-	typ, value, _ := strings.Cut(header, " ")
-	if !strings.EqualFold(typ, "Bearer") || value == "" {
-		return 0, false
-	}
-	found, idx, given := 0, -1, []byte(strings.TrimSpace(value))
-	for i, v := range values {
-		if subtle.ConstantTimeCompare(v, given) == 1 {
-			found, idx = found+1, i
-		}
-	}
-	return idx, found == 1
-}
-
-// Unauthorized answers 401 with the bearer challenge of realm: with
-// error="invalid_token" when credentials came, none otherwise (RFC 6750
-// §3).
-func Unauthorized(w http.ResponseWriter, r *http.Request, realm string) {
-	challenge := `Bearer realm="` + realm + `"`
-	if r.Header.Get("Authorization") != "" {
-		challenge += `, error="invalid_token"`
-	}
-	w.Header().Set("WWW-Authenticate", challenge)
-	http.Error(w, "unauthorized: a valid bearer token is required", http.StatusUnauthorized)
+	return front.Guard(mux, opts.AllowedOrigins)
 }
 
 // tokenUserID names a token by the SHA-256 of its value (never the value

@@ -1,13 +1,8 @@
 package mcpface
 
 import (
-	"log/slog"
-	"net"
 	"net/http"
-	"strings"
 	"time"
-
-	"agentgw/agentclient"
 )
 
 // Limits of a Streamable HTTP listener, `agentgw mcp -http` and [chat]
@@ -45,46 +40,4 @@ func sseUnbounded(h http.Handler) http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
-}
-
-// Guard refuses with 403, before anything else sees the request, one whose
-// Origin is not in allowed (browsers send it; MCP requires servers to
-// check it against DNS rebinding; none allowed refuses every request that
-// carries one), and, on a loopback listener, one whose Host is not a
-// loopback name (a rebound name's page). It covers every path.
-func Guard(next http.Handler, allowed []string, log *slog.Logger) http.Handler {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	origins := map[string]bool{}
-	for _, o := range allowed {
-		origins[strings.ToLower(o)] = true
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if vs := r.Header.Values("Origin"); len(vs) > 0 && (len(vs) > 1 || !origins[strings.ToLower(vs[0])]) {
-			log.Info("mcp http: foreign origin refused", "remote", r.RemoteAddr, "origin", agentclient.SafeText(vs[0], 200))
-			http.Error(w, "forbidden: origin not allowed", http.StatusForbidden)
-			return
-		}
-		if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && loopbackAddr(local.String()) && !loopbackAddr(r.Host) {
-			log.Info("mcp http: non-loopback host refused", "remote", r.RemoteAddr, "host", agentclient.SafeText(r.Host, 200))
-			http.Error(w, "forbidden: invalid Host header", http.StatusForbidden)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// loopbackAddr reports whether host[:port] names the loopback interface.
-func loopbackAddr(hostport string) bool {
-	host := hostport
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		host = h
-	}
-	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }

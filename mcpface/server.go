@@ -23,9 +23,9 @@ import (
 	"sync"
 	"time"
 
+	"agentgw/mcpface/layer"
 	"agentgw/mcpface/scope"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -34,7 +34,7 @@ var ProtocolVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-
 
 // CodeForbidden is the JSON-RPC error code of a request outside the
 // token's scopes.
-const CodeForbidden = -32003
+const CodeForbidden = layer.CodeForbidden
 
 // Version is the implementation version announced in serverInfo.
 var Version = "dev"
@@ -85,6 +85,10 @@ type Server struct {
 	// limits bound each token's live HTTP sessions and WaitForMessage
 	// calls (limits.go).
 	limits TokenLimits
+	// sessions bound each token's live HTTP sessions (the front's).
+	sessions layer.Sessions
+	// refused, if set, hears the requests the scope check refuses.
+	refused func(ctx context.Context, method, missing string)
 }
 
 // New returns the MCP server of acct, whose messages are in store. It
@@ -156,89 +160,21 @@ func (s *Server) requestScopes(req mcp.Request) scope.Set {
 	return scope.Set{}
 }
 
-// methodScopes are the scopes of the methods other than tools/call.
-var methodScopes = map[string]string{
-	"resources/list":           scope.ResourcesList,
-	"resources/templates/list": scope.ResourcesList,
-	"resources/subscribe":      scope.ResourcesList,
-	"resources/unsubscribe":    scope.ResourcesList,
-	"resources/read":           scope.ResourcesRead,
-}
-
-func forbidden(what, sc string) error {
-	return &jsonrpc.Error{Code: CodeForbidden, Message: fmt.Sprintf("forbidden: %s needs the scope %s, which this token does not hold", what, sc)}
-}
+func forbidden(what, sc string) error { return layer.Forbidden(what, sc) }
 
 // scopes is the receiving middleware that enforces the token's scopes:
-// tools/list shows only the tools it may call, and any other request
-// outside them is refused before anything is done.
+// the MCP layer's one check (layer.Scopes), with this face's tools.
 func (s *Server) scopes(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		held := s.requestScopes(req)
-		if method == "tools/list" || method == "tools/call" {
-			s.agents.proj.waitReady(ctx)
-		}
-		switch method {
-		case "tools/call":
-			name := req.(*mcp.CallToolRequest).Params.Name
-			// Fail closed: a tool whose scope is not known is refused,
-			// even to a holder of every scope.
-			sc := s.toolScope(name)
-			if sc == "" {
-				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", name)}
+	return layer.Scopes(layer.ScopeCheck{
+		Held:      s.requestScopes,
+		ToolScope: s.toolScope,
+		Ready:     func(ctx context.Context) { s.agents.proj.waitReady(ctx) },
+		Refused: func(ctx context.Context, method, missing string) {
+			if s.refused != nil {
+				s.refused(ctx, method, missing)
 			}
-			if !held.Has(sc) {
-				return nil, forbidden("tool "+name, sc)
-			}
-		case "tools/list":
-			res, err := next(ctx, method, req)
-			if lr, ok := res.(*mcp.ListToolsResult); ok && err == nil {
-				kept := lr.Tools[:0:0]
-				for _, t := range lr.Tools {
-					if sc := s.toolScope(t.Name); sc != "" && held.Has(sc) {
-						kept = append(kept, t)
-					}
-				}
-				lr.Tools = kept
-			}
-			return res, err
-		case "resources/list":
-			if !held.Has(scope.ResourcesList) {
-				return nil, forbidden(method, scope.ResourcesList)
-			}
-			res, err := next(ctx, method, req)
-			if lr, ok := res.(*mcp.ListResourcesResult); ok && err == nil && !held.Has(scope.MessageGet) {
-				// A message is the scope Tools.Message.Get's to see.
-				kept := lr.Resources[:0:0]
-				for _, r := range lr.Resources {
-					if !isMessageURI(r.URI) {
-						kept = append(kept, r)
-					}
-				}
-				lr.Resources = kept
-			}
-			return res, err
-		case "resources/read":
-			if !held.Has(scope.ResourcesRead) {
-				return nil, forbidden(method, scope.ResourcesRead)
-			}
-			// Without Tools.Message.Get a message is not there: the
-			// answer is a missing resource's, whether it exists or not.
-			if uri := req.(*mcp.ReadResourceRequest).Params.URI; isMessageURI(uri) && !held.Has(scope.MessageGet) {
-				return nil, mcp.ResourceNotFoundError(uri)
-			}
-		default:
-			if sc, ok := methodScopes[method]; ok && !held.Has(sc) {
-				return nil, forbidden(method, sc)
-			}
-		}
-		return next(ctx, method, req)
-	}
-}
-
-// isMessageURI reports whether uri names a message (mid:), in any case.
-func isMessageURI(uri string) bool {
-	return len(uri) >= 4 && strings.EqualFold(uri[:4], "mid:")
+		},
+	})(next)
 }
 
 // toolScope returns the scope a tool needs, or "" for an unknown tool.

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"agentgw/mcpface/layer"
 	"agentgw/mcpface/scope"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -19,7 +20,7 @@ import (
 
 // maxTaskBody bounds the request bodies the MCP Tasks layer reads in
 // front of go-sdk's HTTP handler (go-sdk applies its own limit after).
-const maxTaskBody = 4 << 20
+const maxTaskBody = layer.MaxBody
 
 // tasksHTTP is the MCP Tasks layer over Streamable HTTP, in front of
 // go-sdk's handler (after the bearer check): it serves task-augmented
@@ -66,15 +67,11 @@ func tasksHTTP(servers map[string]*Server, next http.Handler) http.Handler {
 		held := scope.Of(ti.Scopes)
 		switch req.Method {
 		case "initialize", "tools/list":
-			if req.Method == "initialize" && !s.limits.SessionAllowed(s.mcp, owner) {
-				s.limits.refuseSession(w, req.ID)
-				return
-			}
+			// (The layer's front has counted an initialize against
+			// max_sessions_per_token; it sees the session id in the
+			// header written below.)
 			cw := &captureWriter{header: w.Header()}
 			next.ServeHTTP(cw, r)
-			if id := cw.Header().Get("Mcp-Session-Id"); req.Method == "initialize" && id != "" {
-				s.limits.SessionOpened(owner, id)
-			}
 			patch := addTasksCapability
 			if req.Method == "tools/list" {
 				patch = s.addExecution

@@ -42,7 +42,12 @@ var (
 	// sender's rate) or backlog (the writer is behind).
 	MCPMessagesRefused = NewCounter("agentgw_mcp_messages_refused_total", "Received messages agentgw mcp did not queue, by reason: sender (accept_from), rate (sender_rate_limit) or backlog.", "reason")
 
-	families = []metric{IQRequests, IQDuration, Admissions, Commits, CommitBatch, Tasks, StreamReconnects, RuntimeRestarts, MCPMessagesRefused, process{}}
+	// MCPRefused counts what the MCP listeners refused, by listener (mcp:
+	// `agentgw mcp`; chat: [chat] mcp_listen) and reason (origin, host,
+	// token, body, batch, sessions, scope); each is also logged once.
+	MCPRefused = NewCounter("agentgw_mcp_refused_total", "Requests the MCP listeners refused, by listener (mcp or chat) and reason: origin, host, token, body, batch, sessions or scope.", "listener", "reason")
+
+	families = []metric{IQRequests, IQDuration, Admissions, Commits, CommitBatch, Tasks, StreamReconnects, RuntimeRestarts, MCPMessagesRefused, MCPRefused, process{}}
 )
 
 // process describes the Go process: goroutines and heap.
