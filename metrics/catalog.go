@@ -42,7 +42,12 @@ var (
 	// sender's rate) or backlog (the writer is behind).
 	MCPMessagesRefused = NewCounter("agentgw_mcp_messages_refused_total", "Received messages agentgw mcp did not queue, by reason: sender (accept_from), rate (sender_rate_limit) or backlog.", "reason")
 
-	families = []metric{IQRequests, IQDuration, Admissions, Commits, CommitBatch, Tasks, StreamReconnects, RuntimeRestarts, MCPMessagesRefused, process{}}
+	// SandboxABI is the Landlock ABI that confines the runtime children; 0
+	// when they run without Landlock (runtime.sandbox off, or a kernel
+	// without it).
+	SandboxABI = NewGaugeFunc("agentgw_sandbox_landlock_abi", "Landlock ABI confining the runtime children; 0: they run unsandboxed.", "")
+
+	families = []metric{IQRequests, IQDuration, Admissions, Commits, CommitBatch, Tasks, StreamReconnects, RuntimeRestarts, MCPMessagesRefused, SandboxABI, process{}}
 )
 
 // process describes the Go process: goroutines and heap.

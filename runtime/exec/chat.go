@@ -75,7 +75,11 @@ func (r *Runtime) Chat(ctx context.Context, m ChatMessage, maxReplies int, d tim
 	// the group is killed once it returns.
 	cmd.WaitDelay = time.Second
 	setGroup(cmd)
-	if err := cmd.Start(); err != nil {
+	err = r.opts.Sandbox.Apply(cmd)
+	if err == nil {
+		err = cmd.Start()
+	}
+	if err != nil {
 		stdinR.Close()
 		stdinW.Close()
 		stdoutR.Close()
