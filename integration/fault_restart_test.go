@@ -44,12 +44,13 @@ jid = %[1]q
 runtime = "mcp"
 command = [%[2]q, %[3]q]
 keep_warm = true
+sandbox_read = [%[5]q]
 
 [[policy.invoke]]
 principals = [%[4]q]
 endpoints = [%[1]q]
 tools = ["*"]
-`, restartEndpoint, node, index, harness.HomeDomain)
+`, restartEndpoint, node, index, harness.HomeDomain, npmPrefix(t, index))
 	useConfig(t, extra, restartEndpoint)
 	version, hash := activeVersion(t, restartEndpoint)
 	w := newTaskWire(t)
