@@ -82,6 +82,15 @@ tools = ["*"]
 		if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
+		// The delay counts from the server's death (a zombie, its pipes
+		// closed), not from the signal: a sandboxed node takes tens of
+		// milliseconds more to tear down, and a request written to its
+		// pipe meanwhile is lost with it, not undelivered.
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			if p, ok := readProc(pid); !ok || p.state == "Z" {
+				break
+			}
+		}
 		time.Sleep(delay)
 		msg := "after kill " + strconv.Itoa(i)
 		id := echo(msg)
