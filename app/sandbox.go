@@ -58,6 +58,16 @@ func PlanSandbox(cfg *config.Config, abi int) (*SandboxPlan, error) {
 		p.Protected = append(p.Protected, path)
 	}
 	for i, ep := range cfg.Endpoints {
+		// A dir is written by the tool: it must hold nothing of the
+		// gateway's, nor be inside it.
+		if ep.Dir != "" {
+			d := sandbox.Resolve(ep.Dir)[0]
+			for _, prot := range p.Protected {
+				if d == prot || isWithin(d, prot) || isWithin(prot, d) {
+					return nil, fmt.Errorf("endpoint[%d].dir: %s holds the gateway's configuration, secrets or state", i, ep.Dir)
+				}
+			}
+		}
 		for key, paths := range map[string][]string{"sandbox_read": ep.Sandbox.Read, "sandbox_write": ep.Sandbox.Write} {
 			for k, path := range sandbox.Resolve(paths...) {
 				for _, prot := range p.Protected {

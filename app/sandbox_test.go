@@ -123,4 +123,8 @@ func TestPlanSandbox(t *testing.T) {
 	if _, err := app.PlanSandbox(cfg, 7); err == nil || !strings.Contains(err.Error(), "endpoint[0].sandbox_read[1]") {
 		t.Errorf("sandbox_read inside the gateway's directory: %v", err)
 	}
+	cfg.Endpoints = []config.Endpoint{{JID: "a@x", Dir: dir}}
+	if _, err := app.PlanSandbox(cfg, 7); err == nil || !strings.Contains(err.Error(), "endpoint[0].dir") {
+		t.Errorf("dir = the gateway's directory: %v", err)
+	}
 }
