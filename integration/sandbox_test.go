@@ -49,6 +49,7 @@ func TestSandboxEscapes(t *testing.T) {
 	if err := os.WriteFile(token, []byte("token-the-tool-must-not-read\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { os.Remove(token) })
 	host, port, err := net.SplitHostPort(suite.env.ComponentAddr)
 	if err != nil {
 		t.Fatal(err)

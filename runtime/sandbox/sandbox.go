@@ -137,6 +137,14 @@ func Exec(args []string) error {
 	if err := json.Unmarshal([]byte(raw), &r); err != nil {
 		return fmt.Errorf("sandbox-exec: rules: %w", err)
 	}
+	// A program being replaced (an upgrade in place, between a remove
+	// and a rename) is waited for before the rules are built: Landlock
+	// grants it by the file it finds then.
+	for until := time.Now().Add(restartWait); ; time.Sleep(50 * time.Millisecond) {
+		if _, err := os.Stat(args[0]); !errors.Is(err, os.ErrNotExist) || time.Now().After(until) {
+			break
+		}
+	}
 	env := childEnv(os.Environ(), r.Work)
 	if r.Work != "" {
 		if err := os.Mkdir(filepath.Join(r.Work, tmpName), 0o700); err != nil && !errors.Is(err, os.ErrExist) {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"agentgw/runtime/sandbox"
 )
@@ -136,5 +137,37 @@ func TestUnconfined(t *testing.T) {
 	}
 	if got["nofile"] != "77" {
 		t.Errorf("open files limit %s, want 77", got["nofile"])
+	}
+}
+
+// TestExecWaitsForReplacedProgram: a program missing when the helper
+// execs it (an upgrade in place, between a remove and a rename) is
+// started once it is back, within the helper's wait.
+func TestExecWaitsForReplacedProgram(t *testing.T) {
+	dir := t.TempDir()
+	prog := filepath.Join(dir, "tool.sh")
+	cmd := osexec.Command(prog)
+	cmd.Dir = t.TempDir()
+	// The program is granted as itself only: the helper must wait for it
+	// before it builds its rules.
+	r := sandbox.Rules{Landlock: sandbox.ABI() > 0, Network: true, Work: cmd.Dir}
+	if err := r.Wrap(cmd, os.Args[0]); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	tmp := prog + ".new"
+	if err := os.WriteFile(tmp, []byte("#!/bin/sh\necho replaced\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, prog); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil || strings.TrimSpace(out.String()) != "replaced" {
+		t.Errorf("helper: %v, output %q", err, out.String())
 	}
 }
