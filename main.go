@@ -10,9 +10,13 @@ import (
 	"syscall"
 
 	"agentgw/cli"
+	"agentgw/runtime/sandbox"
 )
 
 func main() {
+	// A runtime child starts as `agentgw sandbox-exec`, which confines
+	// itself and execs the tool; it never reaches the commands below.
+	sandbox.RunIfHelper()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := cli.Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
 	"time"
 
 	"agentgw/chat"
@@ -13,6 +14,7 @@ import (
 	"agentgw/config"
 	"agentgw/db"
 	"agentgw/gateway"
+	"agentgw/internal/privfile"
 	"agentgw/mcpface"
 	"agentgw/runtime"
 	"agentgw/runtime/exec"
@@ -45,7 +47,11 @@ func (a execAnswerer) Answer(ctx context.Context, endpoint string, c chat.Conver
 // [[endpoint]] whose chat is not off, and attaches it to the gateway. It
 // returns nil, and attaches nothing, when no endpoint chats: every message
 // then bounces. Close the result after the gateway has stopped.
-func StartChat(ctx context.Context, cfg *config.Config, store *db.Store, gw *gateway.Gateway, log *slog.Logger, tracker runtime.ProcessTracker) (*chat.Service, error) {
+//
+// sb, if set, confines the chat programs (PlanSandbox); their work
+// directory is the endpoint's dir, or one under stateDir/run when that is
+// set (Runtimes), else a fresh temporary one.
+func StartChat(ctx context.Context, cfg *config.Config, store *db.Store, gw *gateway.Gateway, log *slog.Logger, tracker runtime.ProcessTracker, sb *SandboxPlan, stateDir string) (*chat.Service, error) {
 	if len(cfg.Chat.Endpoints) == 0 {
 		return nil, nil
 	}
@@ -58,7 +64,16 @@ func StartChat(ctx context.Context, cfg *config.Config, store *db.Store, gw *gat
 		case config.ChatBuiltin:
 			eps[ep.JID] = chat.Endpoint{Answerer: chat.Builtin{Store: store}}
 		case config.ChatExec:
-			rt, err := exec.New(exec.Options{Command: ep.ChatCommand, Dir: ep.Dir, Env: ep.Env, KillGrace: ep.KillGrace, Tracker: tracker})
+			dir := ep.Dir
+			if dir == "" && stateDir != "" {
+				d, err := privfile.WorkDir(filepath.Join(stateDir, "run"), ep.JID)
+				if err != nil {
+					return nil, fmt.Errorf("endpoint[%d]: working directory: %w", i, err)
+				}
+				dir = d
+			}
+			rt, err := exec.New(exec.Options{Command: ep.ChatCommand, Dir: dir, Env: ep.Env, KillGrace: ep.KillGrace, Tracker: tracker,
+				Sandbox: sb.Child(ep, false)})
 			if err != nil {
 				return nil, fmt.Errorf("endpoint[%d].chat_command: %w", i, err)
 			}

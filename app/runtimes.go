@@ -39,6 +39,9 @@ type RuntimeOptions struct {
 	// StateDir, if set, is the gateway's state directory (the database's):
 	// an endpoint with no dir runs in StateDir/run/JID, 0700.
 	StateDir string
+	// Sandbox, if set, confines every exec tool and stdio MCP server
+	// (PlanSandbox); nil starts them directly.
+	Sandbox *SandboxPlan
 }
 
 // Hosted is the runtime of every configured [[endpoint]], as Runtimes
@@ -97,6 +100,7 @@ func Runtimes(ctx context.Context, store *db.Store, endpoints []config.Endpoint,
 				Command: ep.Command, Dir: ep.Dir, Env: ep.Env,
 				Grace: ep.Grace, KillGrace: ep.KillGrace,
 				Tracker: opts.Tracker,
+				Sandbox: opts.Sandbox.Child(ep, false),
 			})
 			if err != nil {
 				h.Close()
@@ -105,10 +109,14 @@ func Runtimes(ctx context.Context, store *db.Store, endpoints []config.Endpoint,
 			h.Runtimes[ep.JID] = rt
 		case config.RuntimeMCP:
 			eo := mcpsync.EndpointOptions{Availability: opts.Availability, Log: opts.Log}
-			if opts.MCP != nil || opts.Tracker != nil {
+			if opts.MCP != nil || opts.Tracker != nil || opts.Sandbox != nil {
 				jid := ep.JID
+				child := opts.Sandbox.Child(ep, true)
 				eo.Adjust = func(o *mcpclient.Options) {
 					o.Tracker = opts.Tracker
+					if len(o.Command) > 0 {
+						o.Sandbox = child
+					}
 					if opts.MCP != nil {
 						opts.MCP(jid, o)
 					}

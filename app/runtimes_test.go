@@ -12,6 +12,7 @@ import (
 	"agentgw/app"
 	"agentgw/config"
 	"agentgw/db"
+	"agentgw/internal/privfile"
 	"agentgw/runtime/mcpclient"
 	"agentgw/runtime/mcpclient/mcptest"
 )
@@ -144,7 +145,7 @@ func TestRuntimesPrivateWorkDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.Close()
-	for _, d := range []string{filepath.Join(state, "run"), filepath.Join(state, "run", "tool_agents.example")} {
+	for _, d := range []string{filepath.Join(state, "run"), filepath.Join(state, "run", privfile.WorkDirName("tool@agents.example"))} {
 		info, err := os.Stat(d)
 		if err != nil {
 			t.Fatal(err)

@@ -20,6 +20,7 @@ import (
 	"agentgw/config"
 	"agentgw/db"
 	"agentgw/gateway"
+	"agentgw/runtime/sandbox"
 	"agentgw/task"
 	"agentgw/taskd"
 )
@@ -80,9 +81,15 @@ func Serve(ctx context.Context, path string, stderr io.Writer) error {
 	if err := startMetrics(mctx, cfg, store, log); err != nil {
 		return err
 	}
+	sb, err := PlanSandbox(cfg, sandbox.ABI())
+	if err != nil {
+		return err
+	}
+	sb.announce(cfg.Sandbox, hasChildren(cfg), log)
 	gw := gateway.New(GatewayOptions(cfg), store, log)
+	stateDir := filepath.Dir(cfg.DatabasePath)
 	hosted, err := Runtimes(ctx, store, cfg.Endpoints, RuntimeOptions{Availability: gw.Availability(), Log: log, Tracker: procs,
-		StateDir: filepath.Dir(cfg.DatabasePath)})
+		StateDir: stateDir, Sandbox: sb})
 	if err != nil {
 		return err
 	}
@@ -95,7 +102,7 @@ func Serve(ctx context.Context, path string, stderr io.Writer) error {
 		return err
 	}
 	defer tasks.Close()
-	chats, err := StartChat(ctx, cfg, store, gw, log, procs)
+	chats, err := StartChat(ctx, cfg, store, gw, log, procs, sb, stateDir)
 	if err != nil {
 		return err
 	}

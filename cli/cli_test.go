@@ -105,7 +105,8 @@ func TestUsageAndConfigErrors(t *testing.T) {
 		t.Errorf("check-config: %d %q", code, errs)
 	}
 	_, good := setup(t)
-	if code, out, _ := run(t, "check-config", "-config", good); code != 0 || !strings.HasPrefix(out, "ok:") {
+	if code, out, _ := run(t, "check-config", "-config", good); code != 0 || !strings.HasPrefix(out, "ok:") ||
+		!strings.Contains(out, " sandbox=best-effort\n") || !strings.Contains(out, "\nlandlock: ") {
 		t.Errorf("check-config good: %d %q", code, out)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"agentgw/config"
 	"agentgw/db"
 	"agentgw/manifest"
+	"agentgw/runtime/sandbox"
 )
 
 func checkConfig(args []string, stdout io.Writer) error {
@@ -31,8 +32,27 @@ func checkConfig(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	abi := sandbox.ABI()
+	// A gateway configuration is checked against this kernel too: with
+	// runtime.sandbox = "required" it would not start here.
+	if cfg, err := config.Load(*path); err == nil {
+		if _, err := app.PlanSandbox(cfg, abi); err != nil {
+			return err
+		}
+		desc += " sandbox=" + cfg.Sandbox
+	}
 	fmt.Fprintf(stdout, "ok: %s\n", desc)
+	fmt.Fprintf(stdout, "landlock: %s\n", landlockText(abi))
 	return nil
+}
+
+// landlockText describes the kernel's Landlock ABI for check-config and
+// version.
+func landlockText(abi int) string {
+	if abi == 0 {
+		return "none (runtime children cannot be sandboxed on this kernel)"
+	}
+	return fmt.Sprintf("ABI %d", abi)
 }
 
 // readManifest validates a manifest file, under the component domain when

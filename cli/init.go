@@ -27,6 +27,9 @@ const (
 	initConfigName = "agentgw.toml"
 	initSecretName = "component.secret"
 	initDBName     = "agentgw.db"
+	// initRunName is the parent of the tools' work directories
+	// (app.RuntimeOptions.StateDir).
+	initRunName = "run"
 	// initSecretBytes is the entropy of a generated component secret,
 	// written as hex (so it needs no quoting in any server's config).
 	initSecretBytes = 32
@@ -124,8 +127,15 @@ func initDir(ctx context.Context, args []string, stdout io.Writer) (err error) {
 	if err := store.Close(); err != nil {
 		return fmt.Errorf("init: %w", err)
 	}
+	// The tools' work directories, one 0700 directory each, apart from
+	// the files above: a sandboxed tool is given its own and nothing else
+	// of this directory (docs/deploy.md).
+	runDir := filepath.Join(dir, initRunName)
+	if err := os.Mkdir(runDir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("init: %w", err)
+	}
 
-	fmt.Fprintf(stdout, "wrote %s\nwrote %s (mode 0600; the secret is not shown)\nwrote %s (empty database)\n\n", paths[0], paths[1], paths[2])
+	fmt.Fprintf(stdout, "wrote %s\nwrote %s (mode 0600; the secret is not shown)\nwrote %s (empty database)\nmade %s (0700: the tools' work directories)\n\n", paths[0], paths[1], paths[2], runDir)
 	printServerSnippets(stdout, d.Domainpart(), host, port, paths[1])
 	fmt.Fprintf(stdout, "Then check and start the gateway:\n  agentgw check-config -config %s\n  agentgw serve -config %s   (or: systemctl enable --now agentgw)\n", paths[0], paths[0])
 	return nil

@@ -21,9 +21,11 @@ func snapshot(t *testing.T, dir string) map[string]string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			t.Fatal(err)
+		var b []byte
+		if !e.IsDir() {
+			if b, err = os.ReadFile(filepath.Join(dir, e.Name())); err != nil {
+				t.Fatal(err)
+			}
 		}
 		out[e.Name()] = info.Mode().String() + " " + info.ModTime().String() + " " + string(b)
 	}
@@ -50,7 +52,7 @@ func TestInit(t *testing.T) {
 	if strings.Contains(out, strings.TrimSpace(string(secret))) || strings.Contains(errs, strings.TrimSpace(string(secret))) {
 		t.Fatalf("init printed the secret:\n%s", out)
 	}
-	for name, mode := range map[string]os.FileMode{"component.secret": 0o600, "agentgw.db": 0o600, "agentgw.toml": 0o640} {
+	for name, mode := range map[string]os.FileMode{"component.secret": 0o600, "agentgw.db": 0o600, "agentgw.toml": 0o640, "run": 0o700} {
 		info, err := os.Stat(filepath.Join(dir, name))
 		if err != nil {
 			t.Fatal(err)

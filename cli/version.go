@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
+
+	"agentgw/runtime/sandbox"
 )
 
 // Set by scripts/release with -ldflags "-X agentgw/cli.buildVersion=…
@@ -47,6 +49,7 @@ func printVersion(stdout io.Writer) error {
 		fmt.Fprintf(stdout, "commit time: %s\n", t)
 	}
 	fmt.Fprintf(stdout, "go: %s\n", bi.GoVersion)
+	fmt.Fprintf(stdout, "landlock: %s\n", landlockText(sandbox.ABI()))
 	fmt.Fprintln(stdout, "build:")
 	for _, s := range bi.Settings {
 		switch s.Key {

@@ -14,7 +14,7 @@ func TestVersion(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("code %d: %s", code, errs)
 	}
-	for _, want := range []string{"agentgw ", "\ncommit: ", "\ngo: " + runtime.Version() + "\n", "\nbuild:\n", "  GOOS=" + runtime.GOOS + "\n", "  GOARCH=" + runtime.GOARCH + "\n"} {
+	for _, want := range []string{"agentgw ", "\ncommit: ", "\ngo: " + runtime.Version() + "\n", "\nbuild:\n", "\nlandlock: ", "  GOOS=" + runtime.GOOS + "\n", "  GOARCH=" + runtime.GOARCH + "\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("version output lacks %q:\n%s", want, out)
 		}

@@ -70,6 +70,8 @@ type File struct {
 	MCP MCPServerFile `toml:"mcp"`
 	// Chat is the [chat] table of the Human Messaging profile (chat.go).
 	Chat ChatFile `toml:"chat"`
+	// Runtime is the [runtime] table: the sandbox (sandbox.go).
+	Runtime RuntimeFile `toml:"runtime"`
 }
 
 // Component is the [component] table: the XEP-0114 connection.
@@ -193,6 +195,8 @@ type EndpointFile struct {
 	// ChatExec (chat.go). Any runtime takes them.
 	Chat        string   `toml:"chat"`
 	ChatCommand []string `toml:"chat_command"`
+	// The sandbox_* keys (sandbox.go).
+	EndpointSandboxFile
 }
 
 // Defaults returns the File that decoding starts from.
@@ -222,8 +226,9 @@ func Defaults() File {
 			MaxActive:      DefaultMaxActiveTasks,
 			PurgeInterval:  "1m",
 		},
-		MCP:  mcpServerDefaults(),
-		Chat: chatDefaults(),
+		MCP:     mcpServerDefaults(),
+		Chat:    chatDefaults(),
+		Runtime: runtimeDefaults(),
 	}
 }
 
@@ -232,9 +237,12 @@ type Config struct {
 	// Path is the file it was loaded from.
 	Path string
 
-	Domain            jid.JID
-	Server            string
-	Secret            []byte
+	Domain jid.JID
+	Server string
+	Secret []byte
+	// SecretFile is where Secret was read from (component.secret_file),
+	// if it was.
+	SecretFile        string
 	TLS               bool
 	TLSServerName     string
 	TLSCAFile         string
@@ -271,6 +279,9 @@ type Config struct {
 	MCP *MCPServer
 	// Chat is the [chat] table (chat.go).
 	Chat Chat
+	// Sandbox is runtime.sandbox: SandboxRequired, SandboxBestEffort or
+	// SandboxOff (sandbox.go).
+	Sandbox string
 }
 
 // TaskLimits is the validated [tasks] table.
@@ -314,6 +325,8 @@ type Endpoint struct {
 	// unless set; ChatCommand is the program of ChatExec.
 	Chat        string
 	ChatCommand []string
+	// Sandbox confines the endpoint's children (sandbox.go).
+	Sandbox EndpointSandbox
 }
 
 // MCPEndpoint is the validated configuration of an [[endpoint]] with
@@ -478,7 +491,8 @@ func (f File) Validate(dir, path string) (*Config, error) {
 	case comp.Secret != "":
 		c.Secret = []byte(comp.Secret)
 	case comp.SecretFile != "":
-		sec, err := readComponentSecret(resolve(dir, comp.SecretFile))
+		c.SecretFile = resolve(dir, comp.SecretFile)
+		sec, err := readComponentSecret(c.SecretFile)
 		if err != nil {
 			bad("component.secret_file", "%v", err)
 		} else {
@@ -555,6 +569,7 @@ func (f File) Validate(dir, path string) (*Config, error) {
 	c.Endpoints = buildEndpoints(f.Endpoints, c.Domain.Domainpart(), dir, bad)
 	c.MCP = f.MCP.build(dir, false, bad)
 	c.Chat = f.Chat.build(dir, c.Endpoints, bad)
+	c.Sandbox = f.Runtime.build(bad)
 
 	if len(errs) > 0 {
 		return nil, errs
@@ -735,6 +750,7 @@ func buildEndpoints(in []EndpointFile, domain, dir string, bad func(key, format 
 		foreignKeys(key, e, bad)
 		check(key, dir, e, &ep, bad)
 		chatEndpoint(key, e, &ep, bad)
+		sandboxEndpoint(key, dir, e, &ep, bad)
 		if ok {
 			out = append(out, ep)
 		}

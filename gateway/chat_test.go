@@ -36,7 +36,7 @@ func startChat(t *testing.T) (*env, *chat.Service) {
 	e := start(t, chatExtra)
 	register(t, e.store, "a001", "Agent 1", true)
 	register(t, e.store, "a002", "Agent 2", true)
-	svc, err := app.StartChat(context.Background(), e.cfg, e.store, e.gw, nil, nil)
+	svc, err := app.StartChat(context.Background(), e.cfg, e.store, e.gw, nil, nil, nil, "")
 	if err != nil || svc == nil {
 		t.Fatalf("no chat service: %v", err)
 	}

@@ -149,18 +149,21 @@ func TestNoOrphansAfterKill(t *testing.T) {
 jid = %[1]q
 runtime = "exec"
 command = [%[2]q, %[3]q]
+sandbox_write = [%[8]q]
 
 [[endpoint]]
 jid = %[4]q
 runtime = "mcp"
 command = [%[5]q, %[6]q]
 cold_start_supported = true
+sandbox_read = [%[9]q]
+sandbox_write = [%[8]q]
 
 [[policy.invoke]]
 principals = [%[7]q]
 endpoints = [%[1]q, %[4]q]
 tools = ["*"]
-`, ledgerEndpoint, tool, toolPIDs, orphanEndpoint, server, serverPIDs, harness.HomeDomain)
+`, ledgerEndpoint, tool, toolPIDs, orphanEndpoint, server, serverPIDs, harness.HomeDomain, dir, npmPrefix(t, index))
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	if out, err := agentgw(ctx, "endpoint", "register", "-config", suite.config, "-activate", ledgerManifest); err != nil {

@@ -44,12 +44,13 @@ jid = %[1]q
 runtime = "mcp"
 command = [%[2]q, %[3]q]
 keep_warm = true
+sandbox_read = [%[5]q]
 
 [[policy.invoke]]
 principals = [%[4]q]
 endpoints = [%[1]q]
 tools = ["*"]
-`, restartEndpoint, node, index, harness.HomeDomain)
+`, restartEndpoint, node, index, harness.HomeDomain, npmPrefix(t, index))
 	useConfig(t, extra, restartEndpoint)
 	version, hash := activeVersion(t, restartEndpoint)
 	w := newTaskWire(t)
@@ -80,6 +81,15 @@ tools = ["*"]
 		}
 		if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil {
 			t.Fatal(err)
+		}
+		// The delay counts from the server's death (a zombie, its pipes
+		// closed), not from the signal: a sandboxed node takes tens of
+		// milliseconds more to tear down, and a request written to its
+		// pipe meanwhile is lost with it, not undelivered.
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			if p, ok := readProc(pid); !ok || p.state == "Z" {
+				break
+			}
 		}
 		time.Sleep(delay)
 		msg := "after kill " + strconv.Itoa(i)

@@ -340,6 +340,9 @@ func startGatewayWith(ctx context.Context, config string) (*gatewayProc, error) 
 		close(g.done)
 	}()
 	if err := g.waitUp(ctx); err != nil {
+		// Stopped, or a gateway that connects late would hold the
+		// component and every later start would get <conflict/>.
+		g.stop()
 		return nil, fmt.Errorf("%w\n%s", err, g.logText())
 	}
 	return g, nil

@@ -122,10 +122,10 @@ func quickStartConfig(t *testing.T, prefix string) string {
 		section = section[:end+3]
 	}
 	m := regexp.MustCompile("(?s)```toml\n(.*?)```").FindStringSubmatch(section)
-	if m == nil || !strings.Contains(m[1], `dir = "`+quickStartDir+`"`) {
-		t.Fatalf("the Quick start has no TOML block with dir = %q", quickStartDir)
+	if m == nil || !strings.Contains(m[1], `sandbox_read = ["`+quickStartDir+`"]`) {
+		t.Fatalf("the Quick start has no TOML block with sandbox_read = [%q]", quickStartDir)
 	}
-	return strings.Replace(m[1], `dir = "`+quickStartDir+`"`, fmt.Sprintf("dir = %q", prefix), 1)
+	return strings.ReplaceAll(m[1], quickStartDir, prefix)
 }
 
 // mcpConfig is the TOML the MCP tests add: the Quick start, the other two

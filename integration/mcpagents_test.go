@@ -474,12 +474,14 @@ func TestMCPAgentsFullCircle(t *testing.T) {
 jid = %q
 runtime = "mcp"
 command = [%q, "mcp", "-config", %q]
+# agentgw mcp keeps its configuration, password and database there.
+sandbox_write = [%q]
 
 [[policy.invoke]]
 principals = ["alice@%s"]
 endpoints = [%q]
 tools = ["*"]
-`, circle, suite.bin, a.config, harness.HomeDomain, circle)
+`, circle, suite.bin, a.config, a.dir, harness.HomeDomain, circle)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	if err := writeConfig(extra); err != nil {

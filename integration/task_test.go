@@ -47,6 +47,7 @@ runtime = "builtin"
 jid = %[2]q
 runtime = "exec"
 command = [%[3]q, %[4]q]
+sandbox_write = [%[7]q]
 
 [[policy.invoke]]
 principals = [%[5]q]
@@ -66,7 +67,7 @@ tools = ["*"]
 principals = ["carol@%[6]s"]
 endpoints = [%[1]q]
 tools = ["echo", "count"]
-`, demoEndpoint, ledgerEndpoint, tool, ledgerFile, harness.HomeDomain, harness.RemoteDomain), nil
+`, demoEndpoint, ledgerEndpoint, tool, ledgerFile, harness.HomeDomain, harness.RemoteDomain, filepath.Dir(ledgerFile)), nil
 }
 
 // withTaskEndpoints configures the task endpoints and grants and restarts
@@ -77,7 +78,9 @@ func withTaskEndpoints(t *testing.T) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	ledger := filepath.Join(suite.dir, "ledger.log")
+	// Outside suite.dir, which holds the configuration and the database:
+	// the tool may write only there (sandbox_write).
+	ledger := filepath.Join(t.TempDir(), "ledger.log")
 	extra, err := taskConfig(ledger)
 	if err != nil {
 		t.Fatal(err)

@@ -47,7 +47,12 @@ var (
 	// token, body, batch, sessions, scope); each is also logged once.
 	MCPRefused = NewCounter("agentgw_mcp_refused_total", "Requests the MCP listeners refused, by listener (mcp or chat) and reason: origin, host, token, body, batch, sessions or scope.", "listener", "reason")
 
-	families = []metric{IQRequests, IQDuration, Admissions, Commits, CommitBatch, Tasks, StreamReconnects, RuntimeRestarts, MCPMessagesRefused, MCPRefused, process{}}
+	// SandboxABI is the Landlock ABI that confines the runtime children; 0
+	// when they run without Landlock (runtime.sandbox off, or a kernel
+	// without it).
+	SandboxABI = NewGaugeFunc("agentgw_sandbox_landlock_abi", "Landlock ABI confining the runtime children; 0: they run unsandboxed.", "")
+
+	families = []metric{IQRequests, IQDuration, Admissions, Commits, CommitBatch, Tasks, StreamReconnects, RuntimeRestarts, MCPMessagesRefused, MCPRefused, SandboxABI, process{}}
 )
 
 // process describes the Go process: goroutines and heap.

@@ -37,6 +37,7 @@ func TestUnitVerifies(t *testing.T) {
 		"\nNoNewPrivileges=yes\n",
 		"\nPrivateTmp=yes\n",
 		"\nRestrictAddressFamilies=AF_UNIX AF_INET AF_INET6\n",
+		"\nSystemCallFilter=landlock_create_ruleset landlock_add_rule landlock_restrict_self\n",
 	} {
 		if !strings.Contains(unit, want) {
 			t.Errorf("agentgw.service lacks %q", strings.TrimSpace(want))

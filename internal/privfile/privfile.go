@@ -5,6 +5,8 @@
 package privfile
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -76,16 +78,24 @@ func check(path string, info fs.FileInfo) error {
 	return nil
 }
 
-// WorkDir returns the directory parent/name, created with DirMode if it
-// does not exist (parent too). An existing one must be a directory, not a
-// symbolic link, of this user, that group and others may not enter; one
-// that is not is refused with an error naming it. name is made safe for a
-// file name (a JID's "/" and "@" are replaced).
+// WorkDir returns the directory parent/WorkDirName(name), created with
+// DirMode if it does not exist (parent too). An existing one must be a
+// directory, not a symbolic link, of this user, that group and others may
+// not enter; one that is not is refused with an error naming it.
+//
+// A directory of an earlier version, named LegacyWorkDirName(name), is
+// renamed to the new name when the new one does not exist yet, so that
+// nothing a tool stored is lost. Two names that collided under the old
+// scheme shared one directory; the first to ask for it (the first such
+// endpoint in the configuration) keeps it.
 func WorkDir(parent, name string) (string, error) {
 	if err := os.MkdirAll(parent, DirMode); err != nil {
 		return "", err
 	}
-	p := filepath.Join(parent, safeName(name))
+	p := filepath.Join(parent, WorkDirName(name))
+	if err := adoptLegacy(filepath.Join(parent, LegacyWorkDirName(name)), p); err != nil {
+		return "", err
+	}
 	if err := os.Mkdir(p, DirMode); err != nil && !errors.Is(err, fs.ErrExist) {
 		return "", err
 	}
@@ -116,6 +126,43 @@ func WorkDir(parent, name string) (string, error) {
 // of its own, never the shared temporary directory itself.
 func TempWorkDir() (string, error) {
 	return os.MkdirTemp("", "agentgw-run-")
+}
+
+// maxReadable bounds the readable part of a work directory's name.
+const maxReadable = 64
+
+// WorkDirName is the name of the work directory of name (an endpoint's
+// JID): its letters, digits and . _ - (others replaced with _), at most
+// maxReadable bytes of them, then "-" and 32 hex digits of the SHA-256 of
+// the exact name. The hash makes it injective: café@x and cafè@x, equal
+// once made readable, get different directories.
+func WorkDirName(name string) string {
+	readable := safeName(name)
+	if len(readable) > maxReadable {
+		readable = readable[:maxReadable]
+	}
+	sum := sha256.Sum256([]byte(name))
+	return readable + "-" + hex.EncodeToString(sum[:16])
+}
+
+// LegacyWorkDirName is the name earlier versions gave the work directory
+// of name: safeName alone, which is not injective.
+func LegacyWorkDirName(name string) string { return safeName(name) }
+
+// adoptLegacy renames the legacy directory to p when p does not exist
+// and legacy is a real directory of this user.
+func adoptLegacy(legacy, p string) error {
+	if _, err := os.Lstat(p); !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	info, err := os.Lstat(legacy)
+	if err != nil || !info.IsDir() || !ownedByMe(info) {
+		return nil
+	}
+	if err := os.Rename(legacy, p); err != nil && !errors.Is(err, fs.ErrExist) && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("move work directory %s to %s: %w", legacy, p, err)
+	}
+	return nil
 }
 
 // safeName keeps letters, digits and . _ - of name, and replaces every

@@ -89,11 +89,53 @@ func TestWorkDir(t *testing.T) {
 		t.Errorf("mode %04o after a second WorkDir", info.Mode().Perm())
 	}
 	// A symbolic link planted in its place is refused.
-	link := filepath.Join(parent, "planted")
+	link := filepath.Join(parent, privfile.WorkDirName("planted"))
 	if err := os.Symlink(t.TempDir(), link); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := privfile.WorkDir(parent, "planted"); err == nil {
 		t.Error("a symbolic link was accepted as a work directory")
+	}
+}
+
+// TestWorkDirInjective: names that are equal once made readable get
+// different directories, and the directory of an earlier version (its
+// legacy name) is moved to the new name with what it holds.
+func TestWorkDirInjective(t *testing.T) {
+	parent := t.TempDir()
+	a, err := privfile.WorkDir(parent, "café@agents.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := privfile.WorkDir(parent, "cafè@agents.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a == b {
+		t.Fatalf("café@ and cafè@ share %s", a)
+	}
+	for _, pair := range [][2]string{{"a_b@x", "a@b_x"}, {"x@y/z", "x@y_z"}} {
+		if privfile.WorkDirName(pair[0]) == privfile.WorkDirName(pair[1]) {
+			t.Errorf("%q and %q share a name", pair[0], pair[1])
+		}
+	}
+
+	// An earlier version's directory keeps its files.
+	legacy := filepath.Join(parent, privfile.LegacyWorkDirName("tool@agents.example"))
+	if err := os.Mkdir(legacy, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(legacy, "cache"), []byte("kept"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d, err := privfile.WorkDir(parent, "tool@agents.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(filepath.Join(d, "cache")); err != nil || string(got) != "kept" {
+		t.Errorf("the legacy directory's file in %s: %q, %v", d, got, err)
+	}
+	if _, err := os.Lstat(legacy); !os.IsNotExist(err) {
+		t.Errorf("legacy directory still there: %v", err)
 	}
 }

@@ -45,7 +45,9 @@ var ErrChatProtocol = errors.New("exec: the chat program broke agentgw-chat/0")
 // its own process group with a parent-death signal, the minimal
 // environment plus Options.Env, recorded through Options.Tracker; when it
 // exits, or after d (then SIGTERM, and SIGKILL after Options.KillGrace),
-// what is left of its group is killed. The configured env values are
+// what is left of its group is killed. The bound d and ctx hold until
+// the process has exited: a program that closes its output or writes a
+// line that is not a reply is stopped too. The configured env values are
 // redacted from the replies and from the standard error kept in the
 // diagnostics.
 func (r *Runtime) Chat(ctx context.Context, m ChatMessage, maxReplies int, d time.Duration) ([]string, runtime.Diagnostics, error) {
@@ -73,7 +75,11 @@ func (r *Runtime) Chat(ctx context.Context, m ChatMessage, maxReplies int, d tim
 	// the group is killed once it returns.
 	cmd.WaitDelay = time.Second
 	setGroup(cmd)
-	if err := cmd.Start(); err != nil {
+	err = r.opts.Sandbox.Apply(cmd)
+	if err == nil {
+		err = cmd.Start()
+	}
+	if err != nil {
 		stdinR.Close()
 		stdinW.Close()
 		stdoutR.Close()
@@ -132,31 +138,49 @@ func (r *Runtime) Chat(ctx context.Context, m ChatMessage, maxReplies int, d tim
 		close(exited)
 	}()
 
+	// The bound and the context hold until the process has exited, not
+	// only until its output ends: a program that closes its output, or
+	// breaks the protocol, and lingers is stopped like a slow one.
 	note := ""
 	timer := time.NewTimer(d)
 	defer timer.Stop()
-	var res result
-	select {
-	case res = <-read:
-	case <-timer.C:
-		note = "chat timeout reached"
-	case <-ctx.Done():
-		note = "stopped"
+	var (
+		res     result
+		readC   = read
+		exitedC = exited
+		ctxDone = ctx.Done()
+		killC   <-chan time.Time
+	)
+	stop := func(why string) {
+		if note == "" {
+			note = why
+			signalGroup(pid, false)
+			killC = time.After(r.opts.KillGrace)
+		}
 	}
-	if note != "" {
-		signalGroup(pid, false)
+	for readC != nil || exitedC != nil {
 		select {
-		case <-exited:
-		case <-time.After(r.opts.KillGrace):
+		case res = <-readC:
+			readC = nil
+			if res.err != nil {
+				stop("protocol violation")
+			}
+		case <-exitedC:
+			exitedC = nil
+		case <-timer.C:
+			stop("chat timeout reached")
+		case <-ctxDone:
+			ctxDone = nil
+			stop("stopped")
+		case <-killC:
+			killC = nil
 			signalGroup(pid, true)
 			note = noteKilled
 		}
-		res = <-read
-		if res.err == nil {
-			res.err = fmt.Errorf("exec: chat program: %s", note)
-		}
 	}
-	<-exited
+	if note != "" && res.err == nil {
+		res.err = fmt.Errorf("exec: chat program: %s", note)
+	}
 	diag := runtime.Diagnostics{ExitCode: -1, Note: note, Stderr: stderr.Text(redact)}
 	if cmd.ProcessState != nil {
 		diag.ExitCode = cmd.ProcessState.ExitCode()

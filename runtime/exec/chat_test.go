@@ -78,3 +78,39 @@ func TestChatBounds(t *testing.T) {
 		})
 	}
 }
+
+// TestChatHeldAfterStdout: a program that closes its output, or writes a
+// line that is not a reply, and then lingers is still held to its time
+// and to its context: it is stopped (SIGTERM, then SIGKILL to its group)
+// and Chat returns within the bound.
+func TestChatHeldAfterStdout(t *testing.T) {
+	for _, c := range []struct {
+		name, body string
+		d          time.Duration
+		cancel     bool
+	}{
+		{"closed/deadline", `read line; exec >&-; trap '' TERM; sleep 20`, 500 * time.Millisecond, false},
+		{"bad line/deadline", `read line; echo 'not json'; trap '' TERM; sleep 20`, 10 * time.Second, false},
+		{"closed/context", `read line; exec >&-; sleep 20`, time.Minute, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rt, err := exec.New(exec.Options{Command: []string{script(t, c.body)}, KillGrace: 300 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if c.cancel {
+				time.AfterFunc(500*time.Millisecond, cancel)
+			}
+			start := time.Now()
+			_, _, err = rt.Chat(ctx, exec.ChatMessage{Conversation: "c-1", Text: "x"}, 8, c.d)
+			if err == nil {
+				t.Error("no error")
+			}
+			if took := time.Since(start); took > 4*time.Second {
+				t.Errorf("Chat returned after %s: the program was not stopped", took)
+			}
+		})
+	}
+}

@@ -38,6 +38,7 @@ import (
 
 	"agentgw/internal/privfile"
 	"agentgw/runtime"
+	"agentgw/runtime/sandbox"
 )
 
 // Defaults of Options.
@@ -93,6 +94,9 @@ type Options struct {
 	// Tracker, if set, records each tool's process group, so that what a
 	// gateway that died left of it is killed when it starts again.
 	Tracker runtime.ProcessTracker
+	// Sandbox, if set, confines every run of the program (package
+	// runtime/sandbox): its work directory is Dir.
+	Sandbox *sandbox.Child
 }
 
 // Runtime starts the configured command once per task.
@@ -151,6 +155,7 @@ func New(opts Options) (*Runtime, error) {
 		opts.Dir = d
 	}
 	opts.Command = append([]string(nil), opts.Command...)
+	opts.Sandbox = opts.Sandbox.ForWork(opts.Dir)
 	return &Runtime{opts: opts, env: env}, nil
 }
 
@@ -260,6 +265,10 @@ func (r *Runtime) spawn(e *execution, line []byte) (err error) {
 	cmd.Env = r.env
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, stdoutW, stderrW
 	setGroup(cmd)
+	if err := r.opts.Sandbox.Apply(cmd); err != nil {
+		closeAll()
+		return fmt.Errorf("exec: %w", err)
+	}
 	if err := cmd.Start(); err != nil {
 		closeAll()
 		return fmt.Errorf("exec: start %s: %w", filepath.Base(r.opts.Command[0]), err)

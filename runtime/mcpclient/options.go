@@ -15,6 +15,7 @@ import (
 	"agentgw/internal/ident"
 	"agentgw/internal/secretfile"
 	"agentgw/runtime"
+	"agentgw/runtime/sandbox"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -86,6 +87,9 @@ type Options struct {
 	// EnvPass names variables of the gateway's environment passed to a
 	// stdio server (the env_pass key).
 	EnvPass []string
+	// Sandbox, if set, confines a stdio server (package runtime/sandbox);
+	// its work directory is Dir.
+	Sandbox *sandbox.Child
 
 	// URL is the Streamable HTTP endpoint of an MCP server (the url key),
 	// http or https, without userinfo. Redirects are not followed.

@@ -177,6 +177,9 @@ func (r *Runtime) command(sec *secrets) (*osexec.Cmd, error) {
 	cmd.Env = env
 	cmd.Dir = r.opts.Dir // never empty: New made a private one
 	setGroup(cmd)
+	if err := r.opts.Sandbox.ForWork(r.opts.Dir).Apply(cmd); err != nil {
+		return nil, err
+	}
 	return cmd, nil
 }
 
