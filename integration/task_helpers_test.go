@@ -352,7 +352,9 @@ func newRequestID(t *testing.T) string {
 // awaitSettled polls the task state until the task is terminal.
 func (w *taskWire) awaitSettled(c *c2s.Client, ep, taskID string) task.TaskState {
 	w.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	// Generous: a task that waits for an MCP server's restart waits for
+	// node's start, which took over 30 s with two suites at once.
+	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		el, raw := w.taskIQ(c, "get", ep, marshalTask(w.t, task.TaskStateRequest{TaskID: taskID}))
 		kids := el.Children()
