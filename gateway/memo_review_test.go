@@ -210,13 +210,18 @@ func TestMemoDomainLimit(t *testing.T) {
 func keptAndPlain(t *testing.T, e *env, from, to string) (kept, plain wire.Element) {
 	t.Helper()
 	plain = e.srv.iq(from, to, "get", `<query xmlns='http://jabber.org/protocol/disco#info' other='1'/>`)
-	// Kept at the second read (memoSeen), given at the third.
-	memoRead(e, from, to, discoInfo)
-	memoRead(e, from, to, discoInfo)
-	kept, hit := memoRead(e, from, to, discoInfo)
-	if !hit {
-		t.Fatal("the answer was not kept")
+	// Kept at the second read (memoSeen), given at the third, unless the
+	// state the memo is tagged with moved in between (the store's 250 ms
+	// recheck, which a busy machine can straddle): then it starts over,
+	// so a few more reads are allowed, counted, not timed.
+	for i := range 8 {
+		var hit bool
+		kept, hit = memoRead(e, from, to, discoInfo)
+		if hit && i >= 2 {
+			return kept, plain
+		}
 	}
+	t.Fatal("the answer was not kept")
 	return kept, plain
 }
 
