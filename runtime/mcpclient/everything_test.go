@@ -37,13 +37,18 @@ func everything(t *testing.T) (node, index string) {
 	return node, index
 }
 
+// everythingStart bounds node's start of server-everything: over 30 s
+// was seen with two suites at once (load about 100). A bound, not a
+// speed claim.
+const everythingStart = 2 * time.Minute
+
 // TestEverythingStdio imports server-everything over stdio and drives the
 // tools that exercise the bridge: plain, structured, progress, form
 // elicitation (with the legacy enumNames) and the task-required tool with
 // elicitation through MCP Tasks.
 func TestEverythingStdio(t *testing.T) {
 	node, index := everything(t)
-	r, _ := newRuntime(t, mcpclient.Options{Command: []string{node, index, "stdio"}, TerminateGrace: 500 * time.Millisecond})
+	r, _ := newRuntime(t, mcpclient.Options{Command: []string{node, index, "stdio"}, TerminateGrace: 500 * time.Millisecond, ConnectTimeout: everythingStart})
 	imp := importEverything(t, r)
 	if tools := toolsOf(t, imp.Manifest); string(tools["simulate-research-query"]["execution"]) != `{"taskSupport":"required"}` {
 		t.Errorf("simulate-research-query execution %s", tools["simulate-research-query"]["execution"])
@@ -125,7 +130,7 @@ func TestEverythingHTTP(t *testing.T) {
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	for deadline := time.Now().Add(timeout); ; {
+	for deadline := time.Now().Add(everythingStart); ; {
 		c, err := net.Dial("tcp", addr)
 		if err == nil {
 			c.Close()
@@ -136,7 +141,7 @@ func TestEverythingHTTP(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	r, _ := newRuntime(t, mcpclient.Options{URL: "http://" + addr + "/mcp"})
+	r, _ := newRuntime(t, mcpclient.Options{URL: "http://" + addr + "/mcp", ConnectTimeout: everythingStart})
 	importEverything(t, r)
 	rec := runtimetest.NewRecorder()
 	start(t, r, call("echo", `{"message":"over http"}`), rec)
