@@ -10,6 +10,7 @@ package layer
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"agentgw/mcpface/scope"
@@ -90,13 +91,10 @@ func Scopes(c ScopeCheck) mcp.Middleware {
 			case "tools/list":
 				res, err := next(ctx, method, req)
 				if lr, ok := res.(*mcp.ListToolsResult); ok && err == nil {
-					kept := lr.Tools[:0:0]
-					for _, t := range lr.Tools {
-						if sc := c.ToolScope(t.Name); sc != "" && held.Has(sc) {
-							kept = append(kept, t)
-						}
-					}
-					lr.Tools = kept
+					lr.Tools = slices.DeleteFunc(slices.Clone(lr.Tools), func(t *mcp.Tool) bool {
+						sc := c.ToolScope(t.Name)
+						return sc == "" || !held.Has(sc)
+					})
 				}
 				return res, err
 			case "resources/list":
@@ -106,13 +104,7 @@ func Scopes(c ScopeCheck) mcp.Middleware {
 				}
 				res, err := next(ctx, method, req)
 				if lr, ok := res.(*mcp.ListResourcesResult); ok && err == nil && !held.Has(scope.MessageGet) {
-					kept := lr.Resources[:0:0]
-					for _, r := range lr.Resources {
-						if !IsMessageURI(r.URI) {
-							kept = append(kept, r)
-						}
-					}
-					lr.Resources = kept
+					lr.Resources = slices.DeleteFunc(slices.Clone(lr.Resources), func(r *mcp.Resource) bool { return IsMessageURI(r.URI) })
 				}
 				return res, err
 			case "resources/read":
