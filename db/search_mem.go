@@ -78,6 +78,23 @@ type memSearch struct {
 	mu    sync.Mutex   // serializes rebuilds
 	dirty atomic.Bool  // this Store has committed a write since the last check
 	check atomic.Int64 // monotonic nanoseconds (sinceMemEpoch) of the last check that found cur current
+	// recheck, if positive, replaces memRecheck (Store.SetRecheck).
+	recheck atomic.Int64
+}
+
+// SetRecheck sets how long the in-memory index is trusted without asking
+// the store, in place of memRecheck (250 ms); d <= 0 restores it. A test
+// that counts memo hits sets it long, so that a busy machine's pauses do
+// not put a recheck between two reads; any other caller leaves it alone.
+// It may be called while the Store is in use.
+func (s *Store) SetRecheck(d time.Duration) { s.mem.recheck.Store(int64(d)) }
+
+// trusted is how long an index is trusted without a check.
+func (m *memSearch) trusted() int64 {
+	if d := m.recheck.Load(); d > 0 {
+		return d
+	}
+	return int64(memRecheck)
 }
 
 // memEpoch is the origin of memSearch.check. Durations from it are read
@@ -99,7 +116,7 @@ func (m *memSearch) markDirty() { m.dirty.Store(true) }
 // asks the store nothing.
 func (s *Store) memIndexFor(ctx context.Context) (*memIndex, error) {
 	cur := s.mem.cur.Load()
-	if cur != nil && !s.mem.dirty.Load() && sinceMemEpoch()-s.mem.check.Load() < int64(memRecheck) {
+	if cur != nil && !s.mem.dirty.Load() && sinceMemEpoch()-s.mem.check.Load() < s.mem.trusted() {
 		return cur, nil
 	}
 	if memoryOnly(ctx) {

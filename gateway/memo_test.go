@@ -109,6 +109,7 @@ func TestMemoFollowsChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
+	store.SetRecheck(time.Hour) // as openStore, until another process writes
 	gw := newGateway(cfg, store)
 	runGateway(t, context.Background(), gw)
 	srv.accept()
@@ -146,7 +147,8 @@ func TestMemoFollowsChanges(t *testing.T) {
 		t.Errorf("after its own write: memo %v, %s", hit, marshal(t, el))
 	}
 
-	// A write by another process: a001 again, under a store of its own.
+	// A write by another process: a001 again, under a store of its own,
+	// seen within the store's own recheck.
 	memoRead(e, carol, to, discoInfo)
 	if _, hit := memoRead(e, carol, to, discoInfo); !hit {
 		t.Fatal("the not-found was not kept")
@@ -156,6 +158,7 @@ func TestMemoFollowsChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer other.Close()
+	store.SetRecheck(0)
 	if err := other.Activate(context.Background(), to, "1.0", nil); err != nil {
 		t.Fatal(err)
 	}
