@@ -336,17 +336,37 @@ func TestDataVersion(t *testing.T) {
 
 // writeMany registers, activates and subscribes n endpoints named after
 // prefix.
+// writeMany registers, activates and subscribes n endpoints. A write that
+// fails with a transient fault is tried again, as the task layer and a
+// client told `wait` do: SQLite's busy handler is not fair, so on a loaded
+// machine one Store can hold the lock through another's whole busy timeout
+// (this test failed so with two suites beside it). The faults are allowed,
+// not the loss: the callers count what was written.
 func writeMany(ctx context.Context, s *db.Store, prefix string, n int) error {
+	try := func(write func() error) error {
+		for attempt := 1; ; attempt++ {
+			err := write()
+			if err == nil || !db.Transient(err) || attempt == 10 {
+				return err
+			}
+		}
+	}
 	for i := range n {
 		jid := fmt.Sprintf("%s%03d@agents.example", prefix, i)
 		v := manifest(jid, "1", jid, "")
-		if _, err := s.RegisterVersion(ctx, v, db.OriginAdmin); err != nil {
+		if err := try(func() error {
+			_, err := s.RegisterVersion(ctx, v, db.OriginAdmin)
+			return err
+		}); err != nil {
 			return err
 		}
-		if err := s.Activate(ctx, jid, "1", &v.Hash); err != nil {
+		if err := try(func() error { return s.Activate(ctx, jid, "1", &v.Hash) }); err != nil {
 			return err
 		}
-		if _, err := s.Subscribe(ctx, jid, prefix+"@example.com"); err != nil {
+		if err := try(func() error {
+			_, err := s.Subscribe(ctx, jid, prefix+"@example.com")
+			return err
+		}); err != nil {
 			return err
 		}
 	}
