@@ -1,56 +1,24 @@
-// Package api implements the urn:xmpp:agent-api:0 protocol surface of the
-// XMPP Agent Gateway ProtoXEP: the Tool Discovery profile (version-pinned
-// tool collections and tool nodes over XEP-0030 with XEP-0059 paging and
-// XEP-0128 tool information forms, manifest retrieval and schema retrieval),
-// the Administrative Provisioning profile (register, activate, deactivate,
-// registration-status, remove-version and remove-endpoint at the gateway
-// JID) and the Self Registration profile (an authenticated account of a
-// local domain registering a manifest for its own bare JID).
+// Package api implements the urn:xmpp:agent-api:0 surface of the XMPP
+// Agent Gateway ProtoXEP: Tool Discovery (version-pinned tool collections
+// and tool nodes over XEP-0030, XEP-0059 paging and XEP-0128 forms,
+// manifest and schema retrieval), Administrative Provisioning (register,
+// activate, deactivate, registration-status, remove-version and
+// remove-endpoint at the gateway JID) and Self Registration.
 //
-// It has wire types for every element of the XML Schema, each with a
+// It has a wire type for every element of the XML Schema, each with a
 // TokenReader and a Parse function, and handlers that turn a parsed request,
-// the store and the policy in force into a result or a stanza.Error.
+// the store and the policy into a result or a stanza.Error.
 //
-// # Visibility
+// Visibility is discovery's (directory.Service.Endpoint): an endpoint that
+// is inactive, hidden or nonexistent answers <item-not-found/> for every
+// version, with the same bytes; invocation permission grants none of it.
+// Provisioning is for policy.admins, and for an owner of a self-registered
+// endpoint within its own bare JID; everyone else gets <forbidden/> before
+// the payload is read. A request over a limit gets <resource-constraint/>
+// after authorization, and its JSON is never echoed.
 //
-// Manifests, tool collections, tool nodes and schemas follow the same
-// visibility decision as discovery (directory.Service.Endpoint): the
-// endpoint must be active and visible to the requester. Any version
-// registered for such an endpoint is addressable by its exact value, active
-// or not. A deactivated endpoint is treated exactly like a nonexistent one:
-// all of its versions answer <item-not-found/>, as a hidden endpoint's do,
-// with the same bytes. Invocation permission never grants any of this.
-//
-// # Authorization of provisioning
-//
-// The gateway JID answers the provisioning IQs for the bare JIDs in
-// policy.admins. Self-registration is allowed when policy.self_register
-// is true, the sender is an account (a localpart) of one of
-// policy.local_domains, and agent.jid equals the sender's bare JID; federation
-// never grants it. The owner of a self-registered endpoint may also
-// activate, deactivate and inspect it (the same <activate/>, <deactivate/>
-// and <registration-status/> IQs, with jid set to its own bare JID); removal
-// stays with the admins. Everyone else gets <forbidden/>, before anything in
-// the payload is looked at beyond its jid attribute. A <register/> from a
-// local account is the one case where the manifest must be parsed before the
-// last check (agent.jid equals the sender) can be made, so such an account
-// may see a validation or limit error for a manifest naming someone else;
-// that reveals nothing about any endpoint.
-//
-// Admin-provisioned endpoints are virtual: agent.jid must lie under the
-// component domain (what manifest.Options.Domain enforces for the CLI).
-// Self-registered endpoints are real accounts under a local domain; they
-// answer their own discovery, and the gateway only stores and lists them.
-//
-// # Limits
-//
-// Manifests are validated with manifest.DefaultLimits (1 MiB raw manifest,
-// 256 KiB per canonical schema, 1024 tools, nesting depth 64; see package
-// manifest). On top of those, the canonical manifest must fit
-// MaxServedJSONBytes once escaped as XML, so that every result this package
-// sends stays within the stanza size limits of common servers. A request
-// over a limit gets <resource-constraint/>, after authorization, and the
-// rejected JSON is never reflected.
+// The rules and limits in full: docs/provisioning.md and
+// docs/self-registration.md.
 package api
 
 import (
