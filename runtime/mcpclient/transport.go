@@ -21,7 +21,8 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// connect starts the transport and initializes a session.
+// connect starts the transport and makes a session: server/discover at
+// ProtocolVersion, or initialize where the server does not offer it.
 func (r *Runtime) connect(ctx context.Context) (*session, error) {
 	sec, err := r.opts.loadSecrets()
 	if err != nil {
@@ -86,12 +87,23 @@ func (r *Runtime) connect(ctx context.Context) (*session, error) {
 	if ct, ok := inner.(*sdk.CommandTransport); ok && ct.Command.Process != nil {
 		pid = ct.Command.Process.Pid
 	}
+	ir := cs.InitializeResult()
 	if raw, _, ok := init.outcome(); ok {
 		s.parseInitialize(raw)
+	} else {
+		// Reached through server/discover (the go-sdk keeps its
+		// capabilities and serverInfo whole); or nothing was captured.
+		if ir.ServerInfo != nil {
+			s.serverName, s.serverTitle, s.serverVersion = ir.ServerInfo.Name, ir.ServerInfo.Title, ir.ServerInfo.Version
+		}
+		if ir.Capabilities != nil {
+			_, s.tasksExt = ir.Capabilities.Extensions[extTasks]
+		}
 	}
 	if s.protocolVersion == "" {
-		s.protocolVersion = cs.InitializeResult().ProtocolVersion
+		s.protocolVersion = ir.ProtocolVersion
 	}
+	s.current = s.protocolVersion >= ProtocolVersion
 	if version != nil {
 		version.Store(s.protocolVersion)
 	}
