@@ -173,3 +173,33 @@ func TestExtTaskCancelledAtInput(t *testing.T) {
 	nextSkipping(t, rec, runtimetest.KindCancelled)
 	waitCurrentEvent(t, srv, "ext-cancelled:")
 }
+
+// At 2026-07-28 a change of the server's tool list arrives on the
+// subscriptions/listen stream the go-sdk opens, and reaches
+// OnToolsChanged as it does at 2025-11-25.
+func TestCurrentToolListChanged(t *testing.T) {
+	srv := mcptest.NewCurrent()
+	changed := make(chan struct{}, 8)
+	r, err := mcpclient.New(mcpclient.Options{Dial: srv.Dial, KeepWarm: true,
+		OnToolsChanged: func() { changed <- struct{}{} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	if _, err := r.Import(context.Background(), jid); err != nil {
+		t.Fatal(err)
+	}
+	srv.AddEcho("late-echo")
+	select {
+	case <-changed:
+	case <-time.After(timeout):
+		t.Fatal("OnToolsChanged was not called")
+	}
+	imp, err := r.Import(context.Background(), jid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(imp.Manifest), `"late-echo"`) {
+		t.Errorf("the new tool is not imported: %s", imp.Manifest)
+	}
+}

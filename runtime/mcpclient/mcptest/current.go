@@ -78,6 +78,15 @@ func NewCurrent() *Current {
 	return c
 }
 
+// AddEcho adds a tool that returns its arguments, as a change of the tool
+// list (the go-sdk notifies the subscribed clients).
+func (c *Current) AddEcho(name string) {
+	c.srv.AddTool(&sdk.Tool{Name: name, InputSchema: raw(`{"type":"object"}`)},
+		func(_ context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			return text("%s", req.Params.Arguments), nil
+		})
+}
+
 // Events reports "ext-cancelled:ID" when a task is cancelled, and
 // "ext-input:ID" when its input arrives.
 func (c *Current) Events() <-chan string { return c.notify }
