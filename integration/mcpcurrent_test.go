@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -33,7 +34,7 @@ func TestMCPCurrentRevision(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := writeConfig(fmt.Sprintf(`
+	withMCPEndpoint(t, currentEndpoint, fmt.Sprintf(`
 [[endpoint]]
 jid = %[1]q
 runtime = "mcp"
@@ -44,7 +45,21 @@ env = ["%[3]s=%[4]s"]
 principals = [%[5]q]
 endpoints = [%[1]q]
 tools = ["*"]
-`, currentEndpoint, exe, mcpFixtureEnv, currentFixture, harness.HomeDomain)); err != nil {
+`, currentEndpoint, exe, mcpFixtureEnv, currentFixture, harness.HomeDomain))
+	line := regexp.MustCompile(`msg="mcp: server up"[^\n]*server=mcptest-current[^\n]*`).FindString(suite.gateway.logText())
+	if !strings.Contains(line, "protocol=2026-07-28") {
+		t.Errorf("the upstream was not reached at 2026-07-28: %q\n%s", line, tail(suite.gateway.logText(), 30))
+	}
+	t.Run("MRTRInput", testMCPCurrentMRTR)
+	t.Run("ExtensionTaskInput", testMCPCurrentTask)
+	t.Run("ExtensionTaskCancel", testMCPCurrentCancel)
+}
+
+// withMCPEndpoint restarts the gateway with config, which hosts the mcp
+// endpoint ep, until the test ends, and waits for ep's import.
+func withMCPEndpoint(t *testing.T, ep, config string) {
+	t.Helper()
+	if err := writeConfig(config); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -56,27 +71,20 @@ tools = ["*"]
 		if _, err := restartGateway(ctx); err != nil {
 			t.Errorf("restart: %v", err)
 		}
-		endpointCLI(t, "deactivate", currentEndpoint)
+		endpointCLI(t, "deactivate", ep)
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	if _, err := restartGateway(ctx); err != nil {
 		t.Fatalf("restart with the mcp endpoint: %v", err)
 	}
-	imported := `msg="mcp: tools imported" endpoint=` + currentEndpoint + " "
+	imported := `msg="mcp: tools imported" endpoint=` + ep + " "
 	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(suite.gateway.logText(), imported); {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s was not imported at start:\n%s", currentEndpoint, tail(suite.gateway.logText(), 30))
+			t.Fatalf("%s was not imported at start:\n%s", ep, tail(suite.gateway.logText(), 30))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	line := regexp.MustCompile(`msg="mcp: server up"[^\n]*server=mcptest-current[^\n]*`).FindString(suite.gateway.logText())
-	if !strings.Contains(line, "protocol=2026-07-28") {
-		t.Errorf("the upstream was not reached at 2026-07-28: %q\n%s", line, tail(suite.gateway.logText(), 30))
-	}
-	t.Run("MRTRInput", testMCPCurrentMRTR)
-	t.Run("ExtensionTaskInput", testMCPCurrentTask)
-	t.Run("ExtensionTaskCancel", testMCPCurrentCancel)
 }
 
 var currentInputHint = regexp.MustCompile(`input ` + regexp.QuoteMeta(currentEndpoint) + ` (task-[0-9a-f]+) (input-[0-9a-f]+) '`)
@@ -174,5 +182,83 @@ func testMCPCurrentCancel(t *testing.T) {
 	w.trace(call.trace)
 	if st, _ := resultPayload(t, jsonLines(t, out)); st != "cancelled" {
 		t.Fatalf("call: %v, state %s\n%s%s", err, st, out, errs)
+	}
+}
+
+// conformanceEndpoint hosts go-sdk v1.8.0's conformance fixture server.
+const conformanceEndpoint = "conformance@" + harness.ComponentDomain
+
+// TestMCPConformanceServerUpstream puts go-sdk v1.8.0's own conformance
+// server (conformance/everything-server, built by scripts/lib.sh beside
+// the suite; AGENTGW_MCP_CONFORMANCE_SERVER names it) behind the gateway
+// as a runtime = "mcp" endpoint over stdio, sandboxed: it is reached at
+// 2026-07-28, and alice answers its two-round MRTR tool from the XMPP
+// side.
+func TestMCPConformanceServerUpstream(t *testing.T) {
+	need(t)
+	bin := os.Getenv("AGENTGW_MCP_CONFORMANCE_SERVER")
+	if bin == "" {
+		if requireServers() {
+			t.Fatal("AGENTGW_MCP_CONFORMANCE_SERVER is not set and AGENTGW_REQUIRE_SERVERS is set (scripts/test builds it)")
+		}
+		t.Skip("AGENTGW_MCP_CONFORMANCE_SERVER is not set")
+	}
+	withMCPEndpoint(t, conformanceEndpoint, fmt.Sprintf(`
+[[endpoint]]
+jid = %[1]q
+runtime = "mcp"
+command = [%[2]q]
+sandbox_read = [%[3]q]
+
+[[policy.invoke]]
+principals = [%[4]q]
+endpoints = [%[1]q]
+tools = ["*"]
+`, conformanceEndpoint, bin, filepath.Dir(bin), harness.HomeDomain))
+	line := regexp.MustCompile(`msg="mcp: server up"[^\n]*server=mcp-conformance-test-server[^\n]*`).FindString(suite.gateway.logText())
+	if !strings.Contains(line, "protocol=2026-07-28") {
+		t.Errorf("the upstream was not reached at 2026-07-28: %q\n%s", line, tail(suite.gateway.logText(), 30))
+	}
+
+	w := newTaskWire(t)
+	out, errs, err := runClient(t, w, "alice", harness.HomeDomain, "call", conformanceEndpoint, "test_simple_text", `{}`)
+	if err != nil || !strings.Contains(out, "This is a simple text response for testing.") {
+		t.Fatalf("test_simple_text: %v\n%s%s", err, out, errs)
+	}
+
+	hint := regexp.MustCompile(`input ` + regexp.QuoteMeta(conformanceEndpoint) + ` (task-[0-9a-f]+) (input-[0-9a-f]+) '`)
+	call := startClient(t, "alice", harness.HomeDomain, "call", conformanceEndpoint, "test_input_required_result_multi_round", `{}`)
+	m := call.waitOutput(t, hint, 30*time.Second)
+	out, errs, err = runClient(t, w, "alice", harness.HomeDomain, "input", conformanceEndpoint, m[1], m[2], `{"name":"Ada"}`)
+	if err != nil {
+		t.Fatalf("input 1: %v\n%s%s", err, out, errs)
+	}
+	// The second round's request has its own ID.
+	second := regexp.MustCompile(`input ` + regexp.QuoteMeta(conformanceEndpoint) + ` ` + m[1] + ` ((?:input-[0-9a-f]+)) '`)
+	var id2 string
+	for deadline := time.Now().Add(30 * time.Second); id2 == ""; {
+		for _, mm := range second.FindAllStringSubmatch(call.out.String(), -1) {
+			if mm[1] != m[2] {
+				id2 = mm[1]
+			}
+		}
+		if id2 == "" {
+			if time.Now().After(deadline) {
+				t.Fatalf("no second input request:\n%s", call.out.String())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if !strings.Contains(call.out.String(), "Step 2: What is your favorite color?") {
+		t.Errorf("no second question:\n%s", call.out.String())
+	}
+	out, errs, err = runClient(t, w, "alice", harness.HomeDomain, "input", conformanceEndpoint, m[1], id2, `{"color":"blue"}`)
+	if err != nil {
+		t.Fatalf("input 2: %v\n%s%s", err, out, errs)
+	}
+	out, errs, err = call.wait(t, 60*time.Second)
+	w.trace(call.trace)
+	if err != nil || !strings.Contains(out, "Multi-round complete: Ada likes blue") {
+		t.Fatalf("call: %v\n%s%s", err, out, errs)
 	}
 }
