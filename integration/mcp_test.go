@@ -35,7 +35,8 @@ const (
 	// tests of runtime/mcpclient; scripts/test installs it and sets it.
 	everythingEnv = "AGENTGW_MCP_EVERYTHING"
 	// mcpFixtureEnv makes the test binary the fixture server; its value
-	// is the file that decides the tool list ("crashable": two more).
+	// is the file that decides the tool list ("crashable": two more), or
+	// currentFixture for the 2026-07-28 fixture.
 	mcpFixtureEnv = "AGENTGW_IT_MCPTEST"
 
 	everythingEndpoint     = "everything@" + harness.ComponentDomain
@@ -50,6 +51,13 @@ const (
 // until its client goes away, and returns the exit code. TestMain calls
 // it when mcpFixtureEnv is set.
 func serveMCPFixture(file string) int {
+	if file == currentFixture {
+		// The 2026-07-28 fixture (mcpcurrent_test.go).
+		if err := mcptest.ServeCurrentStdio(context.Background()); err != nil {
+			return 2
+		}
+		return 0
+	}
 	mode, _ := os.ReadFile(file)
 	opts := mcptest.Options{Crashable: strings.TrimSpace(string(mode)) == "crashable"}
 	if err := mcptest.ServeStdio(context.Background(), opts); err != nil {

@@ -70,3 +70,38 @@ WRAPPER
 	chmod +x "$dir/mcp-inspector"
 	echo "$dir/mcp-inspector"
 }
+
+# The official MCP conformance suite (docs/mcp.md), pinned: 0.2.0-alpha.12 is
+# the first release with the 2026-07-28 and tasks-extension scenarios (npm's
+# latest tag is older). It needs Node 22 (fs.globSync), so npm's node@22 is
+# always installed beside it. Into demo/mcp-conformance (or $1) go the suite,
+# that Node, a wrapper `mcp-conformance` that runs the suite with it, and
+# go-sdk's own fixture server, built from the module cache at the version
+# go.mod pins (`everything-server -http ADDR`). The wrapper's path is printed,
+# for AGENTGW_MCP_CONFORMANCE; the server is beside it.
+MCP_CONFORMANCE_VERSION=0.2.0-alpha.12
+install_mcp_conformance() {
+	local prefix="${1:-demo/mcp-conformance}"
+	local pkg="$prefix/node_modules/@modelcontextprotocol/conformance"
+	if ! grep -qs "\"version\": \"$MCP_CONFORMANCE_VERSION\"" "$pkg/package.json" || [ ! -x "$prefix/node_modules/.bin/node" ]; then
+		command -v npm >/dev/null || install_packages nodejs npm >&2
+		echo "installing @modelcontextprotocol/conformance@$MCP_CONFORMANCE_VERSION and node@22 into $prefix" >&2
+		npm install --prefix "$prefix" --no-audit --no-fund --loglevel=error \
+			"@modelcontextprotocol/conformance@$MCP_CONFORMANCE_VERSION" node@22 >&2
+	fi
+	local dir bin
+	dir="$(cd "$prefix" && pwd)"
+	bin="$(cd "$pkg" && node -p 'const b = require("./package.json").bin; typeof b === "string" ? b : Object.values(b)[0]')"
+	cat >"$dir/mcp-conformance" <<WRAPPER
+#!/bin/sh
+# Written by scripts/lib.sh (install_mcp_conformance).
+PATH="$dir/node_modules/.bin:\$PATH" exec "$dir/node_modules/.bin/node" "$dir/node_modules/@modelcontextprotocol/conformance/$bin" "\$@"
+WRAPPER
+	chmod +x "$dir/mcp-conformance"
+	# go-sdk's conformance fixture, at the go-sdk version of go.mod; run from
+	# the repository so that the module's go.sum vouches for it.
+	require_go
+	CGO_ENABLED=0 go build -o "$dir/everything-server" \
+		github.com/modelcontextprotocol/go-sdk/conformance/everything-server >&2
+	echo "$dir/mcp-conformance"
+}

@@ -406,18 +406,22 @@ func (e *execution) attempt(ctx context.Context, until time.Time) (again bool) {
 // task when the tool requires one. cancel is closed when the caller asks
 // for cancellation.
 func (e *execution) drive(ctx context.Context, s *session, cancel <-chan struct{}) outcome {
-	support, err := s.taskSupportFor(ctx, e.call.Tool.Name)
-	if err != nil {
-		if ctx.Err() != nil {
-			return outcome{cancelled: true}
+	if !s.current {
+		// MCP Tasks of 2025-11-25 are requested by the client, for the
+		// tools that require them; at 2026-07-28 the server decides.
+		support, err := s.taskSupportFor(ctx, e.call.Tool.Name)
+		if err != nil {
+			if ctx.Err() != nil {
+				return outcome{cancelled: true}
+			}
+			return outcome{failure: &failLost, note: "tools/list: " + s.secrets.redact(err.Error()), undelivered: true}
 		}
-		return outcome{failure: &failLost, note: "tools/list: " + s.secrets.redact(err.Error()), undelivered: true}
-	}
-	if support == "required" {
-		if !s.tasksCall {
-			return outcome{failure: &failNoTasks}
+		if support == "required" {
+			if !s.tasksCall {
+				return outcome{failure: &failNoTasks}
+			}
+			return e.driveTask(ctx, s, cancel)
 		}
-		return e.driveTask(ctx, s, cancel)
 	}
 	// A plain call is cancelled by cancelling its context: the go-sdk
 	// then sends notifications/cancelled with the request's ID.
@@ -432,11 +436,18 @@ func (e *execution) drive(ctx context.Context, s *session, cancel <-chan struct{
 		case <-cancel:
 			cancelled.Store(true)
 			stop()
-			e.answerPending("cancel")
+			if !s.current {
+				// At 2026-07-28 a pending input request ends with callCtx;
+				// an extension task answers it after tasks/cancel.
+				e.answerPending("cancel")
+			}
 		case <-callCtx.Done():
 		}
 	}()
-	raw, rpcErr, err := e.callTool(callCtx, s, nil)
+	if s.current {
+		return e.callCurrent(callCtx, ctx, s, cancel, cancelled.Load)
+	}
+	raw, rpcErr, err := e.callTool(callCtx, s, nil, nil, "")
 	switch {
 	case cancelled.Load():
 		return outcome{cancelled: true}
@@ -454,11 +465,20 @@ func (e *execution) drive(ctx context.Context, s *session, cancel <-chan struct{
 
 // callTool sends tools/call with the validated arguments and the progress
 // token, optionally task-augmented, and returns the raw result or error.
-func (e *execution) callTool(ctx context.Context, s *session, task json.RawMessage) (json.RawMessage, *jsonrpc.Error, error) {
+// At 2026-07-28, responses and state answer an input_required result
+// (MRTR).
+func (e *execution) callTool(ctx context.Context, s *session, task json.RawMessage, responses map[string]*sdk.ElicitResult, state string) (json.RawMessage, *jsonrpc.Error, error) {
 	cp := &capture{method: "tools/call", task: task, replace: emptyToolResult}
 	params := &sdk.CallToolParams{Name: e.call.Tool.Name, Arguments: json.RawMessage(e.call.Arguments)}
 	if len(bytes.TrimSpace(e.call.Arguments)) == 0 {
 		params.Arguments = json.RawMessage("{}")
+	}
+	if len(responses) > 0 || state != "" {
+		params.InputResponses = make(sdk.InputResponseMap, len(responses))
+		for k, v := range responses {
+			params.InputResponses[k] = v
+		}
+		params.RequestState = state
 	}
 	params.SetProgressToken(e.token)
 	_, err := s.cs.CallTool(withCapture(ctx, cp), params)
@@ -488,18 +508,25 @@ func (e *execution) resultOutcome(raw json.RawMessage) outcome {
 		return outcome{failure: &failRPC, note: "tools/call: result is not a JSON object"}
 	}
 	var dropped []string
+	trimmed := false
 	for k := range m {
 		switch k {
 		case "content", "structuredContent", "isError", "_meta":
+		case "resultType":
+			// 2026-07-28's "complete": the envelope says it already.
+			delete(m, k)
+			trimmed = true
 		default:
 			dropped = append(dropped, k)
 			delete(m, k)
 		}
 	}
 	o := outcome{result: raw}
-	if len(dropped) > 0 {
-		slices.Sort(dropped)
-		o.note = "result members not representable, left out: " + strings.Join(dropped, ", ")
+	if len(dropped) > 0 || trimmed {
+		if len(dropped) > 0 {
+			slices.Sort(dropped)
+			o.note = "result members not representable, left out: " + strings.Join(dropped, ", ")
+		}
 		b, err := json.Marshal(m)
 		if err != nil {
 			return outcome{failure: &failInternal}

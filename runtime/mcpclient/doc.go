@@ -17,6 +17,15 @@
 // Schema 2020-12 where that is exact; a tool that cannot be represented
 // under the version-0 rules is left out and reported, never silently.
 //
+// # Revisions
+//
+// The session asks for MCP 2026-07-28 (server/discover); a server that
+// does not offer it is reached through initialize at 2025-11-25 (the
+// go-sdk client falls back on its own). At 2026-07-28 the server asks for
+// input inside results (MRTR) and may answer tools/call with a task of the
+// tasks extension io.modelcontextprotocol/tasks (current.go); before, it
+// sends elicitation/create and runs MCP Tasks of 2025-11-25 (tasks.go).
+//
 // # Calls
 //
 //   - An admitted task becomes tools/call with the validated arguments and
@@ -26,6 +35,11 @@
 //   - notifications/progress becomes a progress report (progress/total as
 //     percent, message); an MCP task's statusMessage becomes a progress
 //     message.
+//   - At 2026-07-28, an input_required result's form elicitations become
+//     input requests, and the call is retried with the answers as
+//     inputResponses; an extension task is polled with tasks/get, its
+//     input requests answered with tasks/update, cancelled with
+//     tasks/cancel.
 //   - Form elicitation becomes an input request with the requested schema
 //     (checked under the version-0 rules); the answer goes back as
 //     "accept". URL elicitation fails the task (CodeURLElicitation).

@@ -170,7 +170,9 @@ func TestHTTP(t *testing.T) {
 			t.Errorf("request %d: Authorization %q", i, a)
 		}
 	}
-	if len(vers) < 2 || vers[len(vers)-1] != mcpclient.ProtocolVersion {
+	// server/discover at 2026-07-28 first; the fixture speaks 2025-11-25,
+	// so the session is initialized at that revision and says so.
+	if len(vers) < 3 || vers[0] != mcpclient.ProtocolVersion || vers[len(vers)-1] != mcpclient.LegacyProtocolVersion {
 		t.Errorf("Mcp-Protocol-Version %q", vers)
 	}
 }

@@ -320,7 +320,7 @@ func TestImport(t *testing.T) {
 	if m.Version != imp.Version || !strings.HasPrefix(m.Version, "mcp-") {
 		t.Errorf("version %q / %q", m.Version, imp.Version)
 	}
-	if m.ImplementationName != "mcptest" || m.ImplementationVersion != "1.2.3" || m.MCPProtocolVersion != mcpclient.ProtocolVersion {
+	if m.ImplementationName != "mcptest" || m.ImplementationVersion != "1.2.3" || m.MCPProtocolVersion != mcpclient.LegacyProtocolVersion {
 		t.Errorf("implementation %q %q, mcp %q", m.ImplementationName, m.ImplementationVersion, m.MCPProtocolVersion)
 	}
 	if m.Name != "mcptest" || m.Title != "MCP Test Server" || m.Description != "Fixture tools." {

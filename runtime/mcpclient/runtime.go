@@ -16,7 +16,8 @@ import (
 )
 
 // clientName and clientVersion are the clientInfo the runtime sends in
-// initialize. They name the bridge, never the caller.
+// initialize (and in every request's _meta at 2026-07-28). They name the
+// bridge, never the caller.
 const (
 	clientName    = "agentgw"
 	clientVersion = "0"
@@ -82,9 +83,15 @@ func New(opts Options) (*Runtime, error) {
 	r.client = sdk.NewClient(&sdk.Implementation{Name: clientName, Version: clientVersion}, &sdk.ClientOptions{
 		// Form elicitation only: URL mode has no XMPP representation, and
 		// neither roots nor sampling are offered.
+		// At 2026-07-28 the tasks extension is declared too: the server
+		// then may answer tools/call with a task (tasks.go).
 		Capabilities: &sdk.ClientCapabilities{
 			Elicitation: &sdk.ElicitationCapabilities{Form: &sdk.FormElicitationCapabilities{}},
+			Extensions:  map[string]any{extTasks: map[string]any{}},
 		},
+		// MRTR input requests are answered by the bridge itself (mrtr.go):
+		// the go-sdk's automatic retry would hide them.
+		MultiRoundTrip:         &sdk.MultiRoundTripOptions{Disabled: true},
 		ElicitationHandler:     r.elicit,
 		ToolListChangedHandler: r.toolsChanged,
 		Logger:                 discardLogger,

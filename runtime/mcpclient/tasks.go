@@ -55,12 +55,16 @@ func (r *rawResult) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// registerTaskMethods lets the go-sdk client send the MCP Tasks methods.
+// registerTaskMethods lets the go-sdk client send the MCP Tasks methods, of
+// 2025-11-25 and of the tasks extension (current.go).
 func registerTaskMethods(c *sdk.Client) error {
 	for _, m := range []string{methodTasksGet, methodTasksResult, methodTasksCancel} {
 		if err := sdk.AddSendingCustomMethod[*taskParams, *rawResult](c, m); err != nil {
 			return fmt.Errorf("mcp: register %s: %w", m, err)
 		}
+	}
+	if err := sdk.AddSendingCustomMethod[*taskUpdateParams, *rawResult](c, methodTasksUpdate); err != nil {
+		return fmt.Errorf("mcp: register %s: %w", methodTasksUpdate, err)
 	}
 	return nil
 }
@@ -132,7 +136,7 @@ func (e *execution) driveTask(ctx context.Context, s *session, cancel <-chan str
 		}
 	}()
 	ttl := json.RawMessage(fmt.Sprintf(`{"ttl":%d}`, taskTTL(e.call.Deadline).Milliseconds()))
-	raw, rpcErr, err := e.callTool(createCtx, s, ttl)
+	raw, rpcErr, err := e.callTool(createCtx, s, ttl, nil, "")
 	cancelledEarly := createCtx.Err() != nil && ctx.Err() == nil
 	stopCreate()
 	switch {

@@ -5,10 +5,12 @@ package mcpclient
 // the lifecycle around it.
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	osexec "os/exec"
@@ -21,7 +23,8 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// connect starts the transport and initializes a session.
+// connect starts the transport and makes a session: server/discover at
+// ProtocolVersion, or initialize where the server does not offer it.
 func (r *Runtime) connect(ctx context.Context) (*session, error) {
 	sec, err := r.opts.loadSecrets()
 	if err != nil {
@@ -86,12 +89,23 @@ func (r *Runtime) connect(ctx context.Context) (*session, error) {
 	if ct, ok := inner.(*sdk.CommandTransport); ok && ct.Command.Process != nil {
 		pid = ct.Command.Process.Pid
 	}
+	ir := cs.InitializeResult()
 	if raw, _, ok := init.outcome(); ok {
 		s.parseInitialize(raw)
+	} else {
+		// Reached through server/discover (the go-sdk keeps its
+		// capabilities and serverInfo whole); or nothing was captured.
+		if ir.ServerInfo != nil {
+			s.serverName, s.serverTitle, s.serverVersion = ir.ServerInfo.Name, ir.ServerInfo.Title, ir.ServerInfo.Version
+		}
+		if ir.Capabilities != nil {
+			_, s.tasksExt = ir.Capabilities.Extensions[extTasks]
+		}
 	}
 	if s.protocolVersion == "" {
-		s.protocolVersion = cs.InitializeResult().ProtocolVersion
+		s.protocolVersion = ir.ProtocolVersion
 	}
+	s.current = s.protocolVersion >= ProtocolVersion
 	if version != nil {
 		version.Store(s.protocolVersion)
 	}
@@ -217,5 +231,39 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if v, _ := t.version.Load().(string); v != "" && req.Header.Get("Mcp-Protocol-Version") == "" {
 		req.Header.Set("Mcp-Protocol-Version", v)
 	}
+	if err := setTaskName(req); err != nil {
+		return nil, err
+	}
 	return t.base.RoundTrip(req)
+}
+
+// setTaskName sets the Mcp-Name header of a tasks-extension request to its
+// taskId, as the extension requires over Streamable HTTP (so that a router
+// finds the instance holding the task); the go-sdk sets Mcp-Method for
+// every request but Mcp-Name only for its own methods.
+func setTaskName(req *http.Request) error {
+	switch req.Header.Get("Mcp-Method") {
+	case methodTasksGet, methodTasksUpdate, methodTasksCancel:
+	default:
+		return nil
+	}
+	if req.Body == nil || req.Header.Get("Mcp-Name") != "" {
+		return nil
+	}
+	body, err := io.ReadAll(req.Body)
+	req.Body.Close()
+	if err != nil {
+		return err
+	}
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	var msg struct {
+		Params struct {
+			TaskID string `json:"taskId"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(body, &msg) == nil && msg.Params.TaskID != "" {
+		req.Header.Set("Mcp-Name", msg.Params.TaskID)
+	}
+	return nil
 }

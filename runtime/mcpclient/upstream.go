@@ -12,10 +12,15 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// ProtocolVersion is the MCP revision the runtime asks for. It is pinned:
-// later revisions replace in-call elicitation with input requests in the
-// result, which this bridge does not map.
-const ProtocolVersion = "2025-11-25"
+// ProtocolVersion is the MCP revision the runtime asks for first, with
+// server/discover. An upstream that does not answer it at that revision
+// (an older server) is reached through initialize at LegacyProtocolVersion:
+// the go-sdk client falls back on its own.
+const ProtocolVersion = "2026-07-28"
+
+// LegacyProtocolVersion is the revision of the initialize fallback; the
+// server may negotiate an older one.
+const LegacyProtocolVersion = "2025-11-25"
 
 // State is the state of the upstream MCP server.
 type State int
@@ -68,7 +73,7 @@ type Status struct {
 	// credentials redacted. It is never sent to callers.
 	LastError string
 	// ServerName, ServerVersion and ProtocolVersion come from the last
-	// initialize result.
+	// server/discover or initialize result.
 	ServerName, ServerVersion, ProtocolVersion string
 }
 
@@ -111,10 +116,15 @@ type session struct {
 	serverVersion   string
 	tasksCall       bool // capabilities.tasks.requests.tools.call
 	tasksCancel     bool // capabilities.tasks.cancel
-	started         time.Time
-	done            chan struct{} // closed when the session has ended
-	stopping        atomic.Bool   // ended on purpose (idle, Close)
-	stderr          *runtime.Tail
+	// current: the session is at 2026-07-28 or later (server/discover,
+	// per-request _meta, MRTR); tasksExt: its server declares the tasks
+	// extension io.modelcontextprotocol/tasks.
+	current  bool
+	tasksExt bool
+	started  time.Time
+	done     chan struct{} // closed when the session has ended
+	stopping atomic.Bool   // ended on purpose (idle, Close)
+	stderr   *runtime.Tail
 
 	mu          sync.Mutex
 	taskSupport map[string]string // tool name → execution.taskSupport, once listed

@@ -35,6 +35,9 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
+// LegacyVersions are the revisions the fixture server speaks.
+var LegacyVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26"}
+
 // PageSize is the tools/list page size, small so that imports paginate.
 const PageSize = 3
 
@@ -62,7 +65,13 @@ type Server struct {
 // New returns the fixture server.
 func New(opts Options) *Server {
 	s := &Server{
-		srv:         sdk.NewServer(&sdk.Implementation{Name: "mcptest", Title: "MCP Test Server", Version: "1.2.3"}, &sdk.ServerOptions{PageSize: PageSize}),
+		srv: sdk.NewServer(&sdk.Implementation{Name: "mcptest", Title: "MCP Test Server", Version: "1.2.3"}, &sdk.ServerOptions{
+			PageSize: PageSize,
+			// A 2025-11-25 server (server-initiated elicitation, MCP Tasks
+			// of that revision): a 2026-07-28 client falls back to
+			// initialize. current.go is the 2026-07-28 fixture.
+			SupportedProtocolVersions: LegacyVersions,
+		}),
 		taskTools:   map[string]TaskFunc{},
 		taskSupport: map[string]string{},
 		notify:      make(chan string, 64),
