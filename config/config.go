@@ -362,7 +362,7 @@ type MCPEndpoint struct {
 // endpointRuntimes validates the runtime-specific keys of an [[endpoint]],
 // by runtime name. A runtime is added here with its keys (and the keys in
 // EndpointFile); until then naming it is an error.
-var endpointRuntimes = map[string]func(key, dir string, in EndpointFile, out *Endpoint, bad func(key, format string, args ...any)){
+var endpointRuntimes = map[string]func(key, dir string, in EndpointFile, out *Endpoint, p *problems){
 	RuntimeBuiltin: builtinEndpoint,
 	RuntimeExec:    execEndpoint,
 	RuntimeMCP:     mcpEndpoint,
@@ -377,6 +377,16 @@ func (e Errors) Error() string {
 		msgs[i] = err.Error()
 	}
 	return strings.Join(msgs, "\n")
+}
+
+// problems gathers every problem found in a configuration, each naming its
+// key: the tables' build methods report to it and carry on, so that one
+// run reports them all.
+type problems struct{ errs Errors }
+
+// bad reports the problem at key, format and args saying what is wrong.
+func (p *problems) bad(key, format string, args ...any) {
+	p.errs = append(p.errs, fmt.Errorf("%s: "+format, append([]any{key}, args...)...))
 }
 
 // Load reads, decodes and validates the file at path.
@@ -446,32 +456,29 @@ func Decode(raw []byte) (File, error) {
 // Validate checks f and builds a Config. dir resolves relative paths; path
 // is recorded as Config.Path.
 func (f File) Validate(dir, path string) (*Config, error) {
-	var errs Errors
-	bad := func(key, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: "+format, append([]any{key}, args...)...))
-	}
+	p := &problems{}
 	c := &Config{Path: path}
 
 	// [component]
 	comp := f.Component
 	if comp.Domain == "" {
-		bad("component.domain", "required")
+		p.bad("component.domain", "required")
 	} else if d, err := jid.Parse(comp.Domain); err != nil || d.Localpart() != "" || d.Resourcepart() != "" {
-		bad("component.domain", "must be a domain JID such as agents.example.org")
+		p.bad("component.domain", "must be a domain JID such as agents.example.org")
 	} else {
 		c.Domain = d
 	}
 	host, _, err := net.SplitHostPort(comp.Server)
 	switch {
 	case comp.Server == "":
-		bad("component.server", "required (host:port of the XMPP server's component port)")
+		p.bad("component.server", "required (host:port of the XMPP server's component port)")
 	case err != nil:
-		bad("component.server", "must be host:port")
+		p.bad("component.server", "must be host:port")
 	default:
 		c.Server = comp.Server
 		loopback := LoopbackHost(host)
 		if !comp.TLS && !loopback && !comp.InsecurePlaintext {
-			bad("component.server", "%s is not a loopback address: set component.tls = true (direct TLS with certificate verification), or component.insecure_plaintext = true to send the secret in the clear", host)
+			p.bad("component.server", "%s is not a loopback address: set component.tls = true (direct TLS with certificate verification), or component.insecure_plaintext = true to send the secret in the clear", host)
 		}
 	}
 	c.TLS = comp.TLS
@@ -480,179 +487,179 @@ func (f File) Validate(dir, path string) (*Config, error) {
 	if comp.TLSCAFile != "" {
 		c.TLSCAFile = resolve(dir, comp.TLSCAFile)
 		if !comp.TLS {
-			bad("component.tls_ca_file", "set, but component.tls is false")
+			p.bad("component.tls_ca_file", "set, but component.tls is false")
 		} else if _, err := os.Stat(c.TLSCAFile); err != nil {
-			bad("component.tls_ca_file", "cannot read: %v", errors.Unwrap(err))
+			p.bad("component.tls_ca_file", "cannot read: %v", errors.Unwrap(err))
 		}
 	}
 	switch {
 	case comp.Secret != "" && comp.SecretFile != "":
-		bad("component.secret", "set only one of component.secret and component.secret_file")
+		p.bad("component.secret", "set only one of component.secret and component.secret_file")
 	case comp.Secret != "":
 		c.Secret = []byte(comp.Secret)
 	case comp.SecretFile != "":
 		c.SecretFile = resolve(dir, comp.SecretFile)
 		sec, err := readComponentSecret(c.SecretFile)
 		if err != nil {
-			bad("component.secret_file", "%v", err)
+			p.bad("component.secret_file", "%v", err)
 		} else {
 			c.Secret = sec
 		}
 	default:
-		bad("component.secret", "required (or component.secret_file)")
+		p.bad("component.secret", "required (or component.secret_file)")
 	}
-	c.PingInterval = duration(comp.PingInterval, "component.ping_interval", bad)
-	c.PingTimeout = duration(comp.PingTimeout, "component.ping_timeout", bad)
-	c.ReconnectMax = duration(comp.ReconnectMax, "component.reconnect_max", bad)
+	c.PingInterval = duration(comp.PingInterval, "component.ping_interval", p)
+	c.PingTimeout = duration(comp.PingTimeout, "component.ping_timeout", p)
+	c.ReconnectMax = duration(comp.ReconnectMax, "component.reconnect_max", p)
 
 	// [gateway]
 	c.Name = f.Gateway.Name
 	if c.Name == "" {
-		bad("gateway.name", "must not be empty")
+		p.bad("gateway.name", "must not be empty")
 	}
 	c.PageMax = f.Gateway.PageMax
 	if c.PageMax < 1 || c.PageMax > MaxPage {
-		bad("gateway.page_max", "must be between 1 and %d", MaxPage)
+		p.bad("gateway.page_max", "must be between 1 and %d", MaxPage)
 	}
 	c.RequestReplaySeconds = f.Gateway.RequestReplaySeconds
 	if c.RequestReplaySeconds < 1 {
-		bad("gateway.request_replay_seconds", "must be a positive integer")
+		p.bad("gateway.request_replay_seconds", "must be a positive integer")
 	}
 	c.RateLimit, c.RateBurst = f.Gateway.RateLimit, f.Gateway.RateBurst
 	if c.RateLimit < 0 {
-		bad("gateway.rate_limit", "must be 0 (no limit) or a positive number of requests per second")
+		p.bad("gateway.rate_limit", "must be 0 (no limit) or a positive number of requests per second")
 	}
 	if c.RateBurst < 1 {
-		bad("gateway.rate_burst", "must be a positive integer")
+		p.bad("gateway.rate_burst", "must be a positive integer")
 	}
 	c.DomainRateLimit, c.DomainRateBurst = f.Gateway.DomainRateLimit, f.Gateway.DomainRateBurst
 	if c.DomainRateLimit < 0 {
-		bad("gateway.domain_rate_limit", "must be 0 (no limit) or a positive number of requests per second")
+		p.bad("gateway.domain_rate_limit", "must be 0 (no limit) or a positive number of requests per second")
 	}
 	if c.DomainRateBurst < 1 {
-		bad("gateway.domain_rate_burst", "must be a positive integer")
+		p.bad("gateway.domain_rate_burst", "must be a positive integer")
 	}
 
 	// [database]
 	if f.Database.Path == "" {
-		bad("database.path", "required")
+		p.bad("database.path", "required")
 	} else {
 		c.DatabasePath = resolve(dir, f.Database.Path)
 	}
 
 	// [log]
-	checkLogLevel(f.Log.Level, bad)
+	checkLogLevel(f.Log.Level, p)
 	c.LogLevel = f.Log.Level
 	switch f.Log.Format {
 	case "text", "json":
 		c.LogFormat = f.Log.Format
 	default:
-		bad("log.format", "must be \"text\" or \"json\"")
+		p.bad("log.format", "must be \"text\" or \"json\"")
 	}
 	c.DebugXML = f.Log.DebugXML
 
 	// [metrics]
 	if l := f.Metrics.Listen; l != "" {
 		if _, port, err := net.SplitHostPort(l); err != nil || port == "" {
-			bad("metrics.listen", "must be host:port, such as \"127.0.0.1:9464\"")
+			p.bad("metrics.listen", "must be host:port, such as \"127.0.0.1:9464\"")
 		} else {
 			c.MetricsListen = l
 		}
 	}
 
 	// [policy]
-	c.Policy = f.Policy.build(c.Domain.Domainpart(), bad)
+	c.Policy = f.Policy.build(c.Domain.Domainpart(), p)
 
 	// [tasks] and [[endpoint]]
-	c.Tasks = f.Tasks.build(bad)
-	c.Quotas = f.Quotas.build(bad)
-	c.Endpoints = buildEndpoints(f.Endpoints, c.Domain.Domainpart(), dir, bad)
-	c.MCP = f.MCP.build(dir, false, bad)
-	c.Chat = f.Chat.build(dir, c.Endpoints, bad)
-	c.Sandbox = f.Runtime.build(bad)
+	c.Tasks = f.Tasks.build(p)
+	c.Quotas = f.Quotas.build(p)
+	c.Endpoints = buildEndpoints(f.Endpoints, c.Domain.Domainpart(), dir, p)
+	c.MCP = f.MCP.build(dir, false, p)
+	c.Chat = f.Chat.build(dir, c.Endpoints, p)
+	c.Sandbox = f.Runtime.build(p)
 
-	if len(errs) > 0 {
-		return nil, errs
+	if len(p.errs) > 0 {
+		return nil, p.errs
 	}
 	return c, nil
 }
 
-func (p Policy) build(domain string, bad func(key, format string, args ...any)) *policy.Policy {
+func (pf Policy) build(domain string, p *problems) *policy.Policy {
 	out := &policy.Policy{}
-	for i, d := range p.LocalDomains {
+	for i, d := range pf.LocalDomains {
 		key := fmt.Sprintf("policy.local_domains[%d]", i)
 		j, err := jid.Parse(d)
 		if err != nil || j.Localpart() != "" || j.Resourcepart() != "" {
-			bad(key, "must be a domain")
+			p.bad(key, "must be a domain")
 			continue
 		}
 		out.LocalDomains = append(out.LocalDomains, j.Domainpart())
 	}
-	for i, a := range p.Admins {
+	for i, a := range pf.Admins {
 		key := fmt.Sprintf("policy.admins[%d]", i)
 		j, err := jid.Parse(a)
 		if err != nil || j.Localpart() == "" || j.Resourcepart() != "" {
-			bad(key, "must be a bare JID such as admin@example.org")
+			p.bad(key, "must be a bare JID such as admin@example.org")
 			continue
 		}
 		out.Admins = append(out.Admins, j.Bare().String())
 	}
-	out.SelfRegister = p.SelfRegister
-	if p.SelfRegister && len(p.LocalDomains) == 0 {
-		bad("policy.self_register", "requires policy.local_domains: only their accounts may self-register")
+	out.SelfRegister = pf.SelfRegister
+	if pf.SelfRegister && len(pf.LocalDomains) == 0 {
+		p.bad("policy.self_register", "requires policy.local_domains: only their accounts may self-register")
 	}
 	// Endpoints live under the component domain, or are self-registered
 	// accounts of a local domain.
 	endpointDomains := append([]string{domain}, out.LocalDomains...)
-	for i, g := range p.Visibility {
+	for i, g := range pf.Visibility {
 		key := fmt.Sprintf("policy.visibility[%d]", i)
-		grant := buildGrant(key, g.Principals, g.Endpoints, endpointDomains, bad)
+		grant := buildGrant(key, g.Principals, g.Endpoints, endpointDomains, p)
 		out.Visibility = append(out.Visibility, grant)
 	}
-	for i, g := range p.Invoke {
+	for i, g := range pf.Invoke {
 		key := fmt.Sprintf("policy.invoke[%d]", i)
-		grant := buildGrant(key, g.Principals, g.Endpoints, endpointDomains, bad)
+		grant := buildGrant(key, g.Principals, g.Endpoints, endpointDomains, p)
 		if len(g.Tools) == 0 {
-			bad(key+".tools", "required: list tool names, or \"*\" for every tool")
+			p.bad(key+".tools", "required: list tool names, or \"*\" for every tool")
 		}
 		for k, t := range g.Tools {
 			switch {
 			case t == policy.Wildcard:
 				grant.AllTools = true
 			case t == "":
-				bad(fmt.Sprintf("%s.tools[%d]", key, k), "must not be empty")
+				p.bad(fmt.Sprintf("%s.tools[%d]", key, k), "must not be empty")
 			default:
 				grant.Tools = append(grant.Tools, t)
 			}
 		}
 		out.Invoke = append(out.Invoke, grant)
 	}
-	for i, g := range p.Approve {
+	for i, g := range pf.Approve {
 		key := fmt.Sprintf("policy.approve[%d]", i)
-		grant := buildGrant(key, g.Principals, g.Endpoints, endpointDomains, bad)
-		grant.Tools, grant.AllTools = grantList(key+".tools", g.Tools, true, bad)
-		grant.Permissions, grant.AllPermissions = grantList(key+".permissions", g.Permissions, false, bad)
+		grant := buildGrant(key, g.Principals, g.Endpoints, endpointDomains, p)
+		grant.Tools, grant.AllTools = grantList(key+".tools", g.Tools, true, p)
+		grant.Permissions, grant.AllPermissions = grantList(key+".permissions", g.Permissions, false, p)
 		out.Approve = append(out.Approve, grant)
 	}
-	for i, g := range p.Chat {
+	for i, g := range pf.Chat {
 		key := fmt.Sprintf("policy.chat[%d]", i)
-		out.Chat = append(out.Chat, buildGrant(key, g.Principals, g.Endpoints, endpointDomains, bad))
+		out.Chat = append(out.Chat, buildGrant(key, g.Principals, g.Endpoints, endpointDomains, p))
 	}
 	return out
 }
 
 // grantList builds a list of names that may be "*" for all; an empty list
 // is an error when required.
-func grantList(key string, list []string, required bool, bad func(key, format string, args ...any)) (names []string, all bool) {
+func grantList(key string, list []string, required bool, p *problems) (names []string, all bool) {
 	if required && len(list) == 0 {
-		bad(key, "required: list names, or \"*\" for all")
+		p.bad(key, "required: list names, or \"*\" for all")
 	}
 	for k, t := range list {
 		switch {
 		case t == policy.Wildcard:
 			all = true
 		case t == "":
-			bad(fmt.Sprintf("%s[%d]", key, k), "must not be empty")
+			p.bad(fmt.Sprintf("%s[%d]", key, k), "must not be empty")
 		default:
 			names = append(names, t)
 		}
@@ -663,21 +670,21 @@ func grantList(key string, list []string, required bool, bad func(key, format st
 // buildGrant builds one grant. Endpoint JIDs must lie under one of domains:
 // the component domain first, then the local domains. An empty component
 // domain (itself already reported) disables the check.
-func buildGrant(key string, principals, endpoints []string, domains []string, bad func(key, format string, args ...any)) policy.Grant {
+func buildGrant(key string, principals, endpoints []string, domains []string, p *problems) policy.Grant {
 	var g policy.Grant
 	if len(principals) == 0 {
-		bad(key+".principals", "required: list domains or bare JIDs")
+		p.bad(key+".principals", "required: list domains or bare JIDs")
 	}
 	for k, s := range principals {
-		p, err := policy.ParsePrincipal(s)
+		principal, err := policy.ParsePrincipal(s)
 		if err != nil || s == policy.Wildcard {
-			bad(fmt.Sprintf("%s.principals[%d]", key, k), "must be a domain or a bare JID")
+			p.bad(fmt.Sprintf("%s.principals[%d]", key, k), "must be a domain or a bare JID")
 			continue
 		}
-		g.Principals = append(g.Principals, p)
+		g.Principals = append(g.Principals, principal)
 	}
 	if len(endpoints) == 0 {
-		bad(key+".endpoints", "required: list endpoint bare JIDs, or \"*\" for every endpoint")
+		p.bad(key+".endpoints", "required: list endpoint bare JIDs, or \"*\" for every endpoint")
 	}
 	for k, e := range endpoints {
 		ek := fmt.Sprintf("%s.endpoints[%d]", key, k)
@@ -687,11 +694,11 @@ func buildGrant(key string, principals, endpoints []string, domains []string, ba
 		}
 		j, err := jid.Parse(e)
 		if err != nil || j.Localpart() == "" || j.Resourcepart() != "" {
-			bad(ek, "must be an endpoint bare JID or \"*\"")
+			p.bad(ek, "must be an endpoint bare JID or \"*\"")
 			continue
 		}
 		if domains[0] != "" && !slices.Contains(domains, j.Domainpart()) {
-			bad(ek, "%s is not under component.domain %s nor a local domain", j.Bare(), domains[0])
+			p.bad(ek, "%s is not under component.domain %s nor a local domain", j.Bare(), domains[0])
 			continue
 		}
 		g.Endpoints = append(g.Endpoints, j.Bare().String())
@@ -699,41 +706,41 @@ func buildGrant(key string, principals, endpoints []string, domains []string, ba
 	return g
 }
 
-func (t Tasks) build(bad func(key, format string, args ...any)) TaskLimits {
+func (t Tasks) build(p *problems) TaskLimits {
 	out := TaskLimits{
-		Retention:      duration(t.Retention, "tasks.retention", bad),
-		DefaultTimeout: duration(t.DefaultTimeout, "tasks.default_timeout", bad),
-		MaxTimeout:     duration(t.MaxTimeout, "tasks.max_timeout", bad),
+		Retention:      duration(t.Retention, "tasks.retention", p),
+		DefaultTimeout: duration(t.DefaultTimeout, "tasks.default_timeout", p),
+		MaxTimeout:     duration(t.MaxTimeout, "tasks.max_timeout", p),
 		MaxActive:      t.MaxActive,
-		PurgeInterval:  duration(t.PurgeInterval, "tasks.purge_interval", bad),
+		PurgeInterval:  duration(t.PurgeInterval, "tasks.purge_interval", p),
 	}
 	if out.DefaultTimeout > out.MaxTimeout && out.MaxTimeout > 0 {
-		bad("tasks.default_timeout", "must not exceed tasks.max_timeout")
+		p.bad("tasks.default_timeout", "must not exceed tasks.max_timeout")
 	}
 	if out.MaxActive < 1 {
-		bad("tasks.max_active", "must be a positive integer")
+		p.bad("tasks.max_active", "must be a positive integer")
 	}
 	return out
 }
 
 // buildEndpoints validates the [[endpoint]] tables: each a distinct bare JID
 // under the component domain with a known runtime and that runtime's keys.
-func buildEndpoints(in []EndpointFile, domain, dir string, bad func(key, format string, args ...any)) []Endpoint {
+func buildEndpoints(in []EndpointFile, domain, dir string, p *problems) []Endpoint {
 	var out []Endpoint
 	seen := map[string]int{}
 	for i, e := range in {
 		key := fmt.Sprintf("endpoint[%d]", i)
 		ep := Endpoint{Runtime: e.Runtime}
-		j, ok := bareJID(key+".jid", e.JID, "a bare JID such as demo@"+domain, bad)
+		j, ok := bareJID(key+".jid", e.JID, "a bare JID such as demo@"+domain, p)
 		switch {
 		case !ok:
 		case domain != "" && j.Domainpart() != domain:
-			bad(key+".jid", "%s is not under component.domain %s", j.Bare(), domain)
+			p.bad(key+".jid", "%s is not under component.domain %s", j.Bare(), domain)
 			ok = false
 		default:
 			ep.JID = j.Bare().String()
 			if first, dup := seen[ep.JID]; dup {
-				bad(key+".jid", "%s is already configured by endpoint[%d]", ep.JID, first)
+				p.bad(key+".jid", "%s is already configured by endpoint[%d]", ep.JID, first)
 				ok = false
 			}
 			seen[ep.JID] = i
@@ -741,16 +748,16 @@ func buildEndpoints(in []EndpointFile, domain, dir string, bad func(key, format 
 		check, known := endpointRuntimes[e.Runtime]
 		switch {
 		case e.Runtime == "":
-			bad(key+".runtime", "required: one of %s", runtimeNames())
+			p.bad(key+".runtime", "required: one of %s", runtimeNames())
 			continue
 		case !known:
-			bad(key+".runtime", "must be one of %s", runtimeNames())
+			p.bad(key+".runtime", "must be one of %s", runtimeNames())
 			continue
 		}
-		foreignKeys(key, e, bad)
-		check(key, dir, e, &ep, bad)
-		chatEndpoint(key, e, &ep, bad)
-		sandboxEndpoint(key, dir, e, &ep, bad)
+		foreignKeys(key, e, p)
+		check(key, dir, e, &ep, p)
+		chatEndpoint(key, e, &ep, p)
+		sandboxEndpoint(key, dir, e, &ep, p)
 		if ok {
 			out = append(out, ep)
 		}
@@ -769,7 +776,7 @@ func runtimeNames() string {
 }
 
 // builtinEndpoint: the demo tools need no keys, and take none.
-func builtinEndpoint(string, string, EndpointFile, *Endpoint, func(key, format string, args ...any)) {
+func builtinEndpoint(string, string, EndpointFile, *Endpoint, *problems) {
 }
 
 // runtimeKeys lists the runtime-specific keys of [[endpoint]], each with
@@ -801,7 +808,7 @@ var runtimeKeys = []struct {
 
 // foreignKeys reports every key set on an [[endpoint]] whose runtime does
 // not take it.
-func foreignKeys(key string, in EndpointFile, bad func(key, format string, args ...any)) {
+func foreignKeys(key string, in EndpointFile, p *problems) {
 	for _, k := range runtimeKeys {
 		if !k.set(in) || slices.Contains(k.runtimes, in.Runtime) {
 			continue
@@ -810,25 +817,25 @@ func foreignKeys(key string, in EndpointFile, bad func(key, format string, args 
 		for i, r := range k.runtimes {
 			quoted[i] = strconv.Quote(r)
 		}
-		bad(key+"."+k.name, "only for runtime %s", strings.Join(quoted, " or "))
+		p.bad(key+"."+k.name, "only for runtime %s", strings.Join(quoted, " or "))
 	}
 }
 
 // execEndpoint validates the keys of runtime "exec" (docs/exec-runtime.md).
 // The program must exist now; serve checks again when it starts.
-func execEndpoint(key, dir string, in EndpointFile, out *Endpoint, bad func(key, format string, args ...any)) {
+func execEndpoint(key, dir string, in EndpointFile, out *Endpoint, p *problems) {
 	switch {
 	case len(in.Command) == 0:
-		bad(key+".command", "required for runtime %q", RuntimeExec)
+		p.bad(key+".command", "required for runtime %q", RuntimeExec)
 	case !filepath.IsAbs(in.Command[0]):
-		bad(key+".command[0]", "must be an absolute path to an executable file")
+		p.bad(key+".command[0]", "must be an absolute path to an executable file")
 	default:
 		st, err := os.Stat(in.Command[0])
 		switch {
 		case err != nil:
-			bad(key+".command[0]", "cannot read: %v", errors.Unwrap(err))
+			p.bad(key+".command[0]", "cannot read: %v", errors.Unwrap(err))
 		case st.IsDir() || st.Mode().Perm()&0o111 == 0:
-			bad(key+".command[0]", "is not an executable file")
+			p.bad(key+".command[0]", "is not an executable file")
 		default:
 			out.Command = append([]string(nil), in.Command...)
 		}
@@ -836,43 +843,43 @@ func execEndpoint(key, dir string, in EndpointFile, out *Endpoint, bad func(key,
 	if in.Dir != "" {
 		out.Dir = resolve(dir, in.Dir)
 		if st, err := os.Stat(out.Dir); err != nil || !st.IsDir() {
-			bad(key+".dir", "must be an existing directory")
+			p.bad(key+".dir", "must be an existing directory")
 		}
 	}
 	for k, kv := range in.Env {
 		if name, _, ok := strings.Cut(kv, "="); !ok || name == "" {
-			bad(fmt.Sprintf("%s.env[%d]", key, k), "must be KEY=value")
+			p.bad(fmt.Sprintf("%s.env[%d]", key, k), "must be KEY=value")
 			continue
 		}
 		out.Env = append(out.Env, kv)
 	}
 	if in.Grace != "" {
-		out.Grace = duration(in.Grace, key+".grace", bad)
+		out.Grace = duration(in.Grace, key+".grace", p)
 	}
 	if in.KillGrace != "" {
-		out.KillGrace = duration(in.KillGrace, key+".kill_grace", bad)
+		out.KillGrace = duration(in.KillGrace, key+".kill_grace", p)
 	}
 }
 
 // bareJID parses the bare JID at key, reporting a missing or malformed one
 // as "must be " + want; ok is false after a report.
-func bareJID(key, value, want string, bad func(key, format string, args ...any)) (_ jid.JID, ok bool) {
+func bareJID(key, value, want string, p *problems) (_ jid.JID, ok bool) {
 	j, err := jid.Parse(value)
 	switch {
 	case value == "":
-		bad(key, "required")
+		p.bad(key, "required")
 	case err != nil || j.Localpart() == "" || j.Resourcepart() != "":
-		bad(key, "must be %s", want)
+		p.bad(key, "must be %s", want)
 	default:
 		return j.Bare(), true
 	}
 	return jid.JID{}, false
 }
 
-func duration(s, key string, bad func(key, format string, args ...any)) time.Duration {
+func duration(s, key string, p *problems) time.Duration {
 	d, err := time.ParseDuration(s)
 	if err != nil || d <= 0 {
-		bad(key, "must be a positive duration such as \"30s\"")
+		p.bad(key, "must be a positive duration such as \"30s\"")
 		return 0
 	}
 	return d

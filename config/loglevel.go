@@ -27,8 +27,8 @@ func LogLevel(name string) (slog.Level, bool) {
 }
 
 // checkLogLevel reports a log.level that is not in the table.
-func checkLogLevel(name string, bad func(key, format string, args ...any)) {
+func checkLogLevel(name string, p *problems) {
 	if _, ok := LogLevel(name); !ok {
-		bad("log.level", "must be one of debug, info, warn, error")
+		p.bad("log.level", "must be one of debug, info, warn, error")
 	}
 }

@@ -202,15 +202,12 @@ func LoadMCP(path string) (*MCPConfig, error) {
 	if err != nil {
 		return nil, err
 	}
-	var errs Errors
-	bad := func(key, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: "+format, append([]any{key}, args...)...))
-	}
+	p := &problems{}
 	c := &MCPConfig{Path: path, LogLevel: f.Log.Level}
-	checkLogLevel(f.Log.Level, bad)
-	c.MCP = f.MCP.build(filepath.Dir(path), true, bad)
-	if len(errs) > 0 {
-		return nil, errs
+	checkLogLevel(f.Log.Level, p)
+	c.MCP = f.MCP.build(filepath.Dir(path), true, p)
+	if len(p.errs) > 0 {
+		return nil, p.errs
 	}
 	return c, nil
 }
@@ -253,49 +250,49 @@ func (f File) mcpOnly() bool {
 // build validates the [mcp] table. needAccount makes an empty account list
 // an error (`agentgw mcp`); a gateway configuration may carry [mcp] defaults
 // alone.
-func (m MCPServerFile) build(dir string, needAccount bool, bad func(key, format string, args ...any)) *MCPServer {
+func (m MCPServerFile) build(dir string, needAccount bool, p *problems) *MCPServer {
 	out := &MCPServer{QueueMax: m.QueueMax, AgentPollSeconds: m.AgentPollSeconds}
-	out.Agents = m.buildAgents(bad)
+	out.Agents = m.buildAgents(p)
 	if m.QueueMax < 1 || m.QueueMax > MaxMCPQueueMax {
-		bad("mcp.queue_max", "must be between 1 and %d", MaxMCPQueueMax)
+		p.bad("mcp.queue_max", "must be between 1 and %d", MaxMCPQueueMax)
 	}
 	out.QueueMaxBytes, out.SenderRateLimit, out.SenderRateBurst, out.MaxSessionsPerToken = m.QueueMaxBytes, m.SenderRateLimit, m.SenderRateBurst, m.MaxSessionsPerToken
 	if m.QueueMaxBytes < MinMCPQueueMaxBytes || m.QueueMaxBytes > MaxMCPQueueMaxBytes {
-		bad("mcp.queue_max_bytes", "must be between %d and %d", MinMCPQueueMaxBytes, MaxMCPQueueMaxBytes)
+		p.bad("mcp.queue_max_bytes", "must be between %d and %d", MinMCPQueueMaxBytes, MaxMCPQueueMaxBytes)
 	}
 	if m.SenderRateLimit < 0 || m.SenderRateLimit > 1e6 || m.SenderRateLimit != m.SenderRateLimit {
-		bad("mcp.sender_rate_limit", "must be messages a second between 0 (no limit) and 1000000")
+		p.bad("mcp.sender_rate_limit", "must be messages a second between 0 (no limit) and 1000000")
 	}
 	if m.SenderRateBurst < 1 || m.SenderRateBurst > MaxSenderRateBurst {
-		bad("mcp.sender_rate_burst", "must be between 1 and %d", MaxSenderRateBurst)
+		p.bad("mcp.sender_rate_burst", "must be between 1 and %d", MaxSenderRateBurst)
 	}
 	if m.MaxSessionsPerToken < 1 || m.MaxSessionsPerToken > MaxMaxSessionsPerToken {
-		bad("mcp.max_sessions_per_token", "must be between 1 and %d", MaxMaxSessionsPerToken)
+		p.bad("mcp.max_sessions_per_token", "must be between 1 and %d", MaxMaxSessionsPerToken)
 	}
 	for i, o := range m.AllowedOrigins {
 		if norm, ok := originValue(o); ok {
 			out.AllowedOrigins = append(out.AllowedOrigins, norm)
 		} else {
-			bad(fmt.Sprintf("mcp.allowed_origins[%d]", i), "must be an origin, scheme://host[:port] with no path (https://app.example.org)")
+			p.bad(fmt.Sprintf("mcp.allowed_origins[%d]", i), "must be an origin, scheme://host[:port] with no path (https://app.example.org)")
 		}
 	}
 	if m.Database == "" {
-		bad("mcp.database", "required")
+		p.bad("mcp.database", "required")
 	} else {
 		out.Database = resolve(dir, m.Database)
 	}
 	switch {
 	case m.TLSCert == "" && m.TLSKey == "":
 	case m.TLSCert == "":
-		bad("mcp.tls_cert", "required with mcp.tls_key")
+		p.bad("mcp.tls_cert", "required with mcp.tls_key")
 	case m.TLSKey == "":
-		bad("mcp.tls_key", "required with mcp.tls_cert")
+		p.bad("mcp.tls_key", "required with mcp.tls_cert")
 	default:
-		out.TLSCert = readableFile("mcp.tls_cert", dir, m.TLSCert, bad)
-		out.TLSKey = secretFile("mcp.tls_key", dir, m.TLSKey, bad)
+		out.TLSCert = readableFile("mcp.tls_cert", dir, m.TLSCert, p)
+		out.TLSKey = secretFile("mcp.tls_key", dir, m.TLSKey, p)
 	}
 	if needAccount && len(m.Accounts) == 0 {
-		bad("mcp.account", "required: at least one [[mcp.account]] with jid and password_file")
+		p.bad("mcp.account", "required: at least one [[mcp.account]] with jid and password_file")
 	}
 	for i, a := range m.Accounts {
 		key := fmt.Sprintf("mcp.account[%d]", i)
@@ -305,32 +302,32 @@ func (m MCPServerFile) build(dir string, needAccount bool, bad func(key, format 
 			acct.AcceptFrom = AcceptSubscribed
 		case AcceptSubscribed, AcceptRoster, AcceptAnyone:
 		default:
-			bad(key+".accept_from", "must be one of %q (the default), %q, %q", AcceptSubscribed, AcceptRoster, AcceptAnyone)
+			p.bad(key+".accept_from", "must be one of %q (the default), %q, %q", AcceptSubscribed, AcceptRoster, AcceptAnyone)
 		}
-		j, ok := bareJID(key+".jid", a.JID, "a bare JID such as alice@example.org", bad)
+		j, ok := bareJID(key+".jid", a.JID, "a bare JID such as alice@example.org", p)
 		switch {
 		case !ok:
 		case out.Account(j.Bare().String()) != nil:
-			bad(key+".jid", "%s is already configured", j.Bare())
+			p.bad(key+".jid", "%s is already configured", j.Bare())
 			ok = false
 		default:
 			acct.JID = j.Bare()
 		}
 		if a.PasswordFile == "" {
-			bad(key+".password_file", "required")
+			p.bad(key+".password_file", "required")
 			ok = false
 		} else {
 			acct.PasswordFile = resolve(dir, a.PasswordFile)
 			pw, err := readPrivate(acct.PasswordFile)
 			if err != nil {
-				bad(key+".password_file", "%v", err)
+				p.bad(key+".password_file", "%v", err)
 				ok = false
 			}
 			acct.Password = pw
 		}
 		if a.Server != "" {
 			if _, port, err := net.SplitHostPort(a.Server); err != nil || port == "" {
-				bad(key+".server", "must be host:port")
+				p.bad(key+".server", "must be host:port")
 				ok = false
 			}
 		}
@@ -345,20 +342,20 @@ func (m MCPServerFile) build(dir string, needAccount bool, bad func(key, format 
 		for k, prev := range out.Tokens {
 			seen[k] = prev.Token
 		}
-		tok.File, tok.Token = readBearerToken(key, dir, t.File, "mcp.token", seen, bad)
+		tok.File, tok.Token = readBearerToken(key, dir, t.File, "mcp.token", seen, p)
 		if j, err := jid.Parse(t.Account); t.Account == "" {
-			bad(key+".account", "required: the jid of an [[mcp.account]]")
+			p.bad(key+".account", "required: the jid of an [[mcp.account]]")
 		} else if err != nil || out.Account(j.Bare().String()) == nil {
-			bad(key+".account", "must be the jid of an [[mcp.account]]")
+			p.bad(key+".account", "must be the jid of an [[mcp.account]]")
 		} else {
 			tok.Account = j.Bare().String()
 		}
 		if len(t.Scopes) == 0 {
-			bad(key+".scopes", "required: list scopes, or \"*\" for every scope")
+			p.bad(key+".scopes", "required: list scopes, or \"*\" for every scope")
 		}
 		for k, s := range t.Scopes {
 			if s != scope.Wildcard && !scope.Known(s) {
-				bad(fmt.Sprintf("%s.scopes[%d]", key, k), "unknown scope %q (see docs/mcp-server.md)", s)
+				p.bad(fmt.Sprintf("%s.scopes[%d]", key, k), "unknown scope %q (see docs/mcp-server.md)", s)
 				continue
 			}
 			tok.Scopes = append(tok.Scopes, s)
@@ -396,25 +393,25 @@ func strongToken(b []byte) bool {
 // [[chat.token]] number key (list names the array, for the error about a
 // token that seen, the tokens before it, already holds): a private file
 // (readPrivate) holding at least 128 bits (strongToken). It returns the
-// resolved path and the token, or reports to bad and returns a nil token.
-func readBearerToken(key, dir, file, list string, seen [][]byte, bad func(key, format string, args ...any)) (string, []byte) {
+// resolved path and the token, or reports to p and returns a nil token.
+func readBearerToken(key, dir, file, list string, seen [][]byte, p *problems) (string, []byte) {
 	if file == "" {
-		bad(key+".file", "required")
+		p.bad(key+".file", "required")
 		return "", nil
 	}
 	path := resolve(dir, file)
 	b, err := readPrivate(path)
 	switch {
 	case err != nil:
-		bad(key+".file", "%v", err)
+		p.bad(key+".file", "%v", err)
 		return path, nil
 	case !strongToken(b):
-		bad(key+".file", "the token in %s is too short: a token needs at least 128 bits, %d or more base64url characters or %d hex digits (openssl rand -hex 16)", path, minTokenBase64, minTokenHex)
+		p.bad(key+".file", "the token in %s is too short: a token needs at least 128 bits, %d or more base64url characters or %d hex digits (openssl rand -hex 16)", path, minTokenBase64, minTokenHex)
 		return path, nil
 	}
 	for k, prev := range seen {
 		if subtle.ConstantTimeCompare(prev, b) == 1 {
-			bad(key+".file", "holds the same token as %s[%d]", list, k)
+			p.bad(key+".file", "holds the same token as %s[%d]", list, k)
 		}
 	}
 	return path, b
@@ -435,16 +432,16 @@ func readPrivate(path string) ([]byte, error) {
 // buildAgents validates mcp.agent_poll_seconds and the [[mcp.agent]]
 // entries. A prefix must be unique and fit MCP's name grammar, so that
 // two agents never project the same MCP name.
-func (m MCPServerFile) buildAgents(bad func(key, format string, args ...any)) []MCPAgent {
+func (m MCPServerFile) buildAgents(p *problems) []MCPAgent {
 	if m.AgentPollSeconds < MinAgentPollSeconds || m.AgentPollSeconds > MaxAgentPollSeconds {
-		bad("mcp.agent_poll_seconds", "must be between %d and %d", MinAgentPollSeconds, MaxAgentPollSeconds)
+		p.bad("mcp.agent_poll_seconds", "must be between %d and %d", MinAgentPollSeconds, MaxAgentPollSeconds)
 	}
 	var out []MCPAgent
 	prefixes := map[string]int{}
 	for i, a := range m.Agents {
 		key := fmt.Sprintf("mcp.agent[%d]", i)
 		ag := MCPAgent{Prefix: a.Prefix, Tools: a.Tools}
-		j, ok := bareJID(key+".jid", a.JID, "the bare JID of an agent endpoint, such as weather@agents.example.org", bad)
+		j, ok := bareJID(key+".jid", a.JID, "the bare JID of an agent endpoint, such as weather@agents.example.org", p)
 		switch {
 		case !ok:
 		default:
@@ -452,30 +449,30 @@ func (m MCPServerFile) buildAgents(bad func(key, format string, args ...any)) []
 		}
 		switch {
 		case a.Prefix == "":
-			bad(key+".prefix", "required")
+			p.bad(key+".prefix", "required")
 			ok = false
 		case len(a.Prefix) > MaxAgentPrefixBytes || !mcpNameChars(a.Prefix):
-			bad(key+".prefix", "must be 1 to %d characters of A-Z a-z 0-9 . - (MCP's tool name grammar, without _)", MaxAgentPrefixBytes)
+			p.bad(key+".prefix", "must be 1 to %d characters of A-Z a-z 0-9 . - (MCP's tool name grammar, without _)", MaxAgentPrefixBytes)
 			ok = false
 		default:
 			if prev, dup := prefixes[a.Prefix]; dup {
-				bad(key+".prefix", "%q is already the prefix of mcp.agent[%d]: the MCP tool names would collide", a.Prefix, prev)
+				p.bad(key+".prefix", "%q is already the prefix of mcp.agent[%d]: the MCP tool names would collide", a.Prefix, prev)
 				ok = false
 			}
 			prefixes[a.Prefix] = i
 		}
 		switch {
 		case len(a.Tools) == 0:
-			bad(key+".tools", `required: ["*"] or tool names`)
+			p.bad(key+".tools", `required: ["*"] or tool names`)
 			ok = false
 		case len(a.Tools) > 1 && slices.Contains(a.Tools, "*"):
-			bad(key+".tools", `"*" stands alone`)
+			p.bad(key+".tools", `"*" stands alone`)
 			ok = false
 		}
 		seen := map[string]bool{}
 		for k, t := range a.Tools {
 			if t == "" || seen[t] {
-				bad(fmt.Sprintf("%s.tools[%d]", key, k), "must be a tool name, listed once")
+				p.bad(fmt.Sprintf("%s.tools[%d]", key, k), "must be a tool name, listed once")
 				ok = false
 			}
 			seen[t] = true
