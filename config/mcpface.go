@@ -204,7 +204,9 @@ func LoadMCP(path string) (*MCPConfig, error) {
 	}
 	p := &problems{}
 	c := &MCPConfig{Path: path, LogLevel: f.Log.Level}
-	checkLogLevel(f.Log.Level, p)
+	if _, ok := LogLevel(f.Log.Level); !ok {
+		p.bad("log.level", "must be one of debug, info, warn, error")
+	}
 	c.MCP = f.MCP.build(filepath.Dir(path), true, p)
 	if len(p.errs) > 0 {
 		return nil, p.errs
