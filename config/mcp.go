@@ -1,8 +1,6 @@
 package config
 
 import (
-	"bytes"
-	"crypto/subtle"
 	"fmt"
 	"net"
 	"os"
@@ -10,8 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
-	"agentgw/mcpface/scope"
 
 	"mellium.im/xmpp/jid"
 )
@@ -62,17 +58,17 @@ const (
 // an MCP server that logs in to XMPP as an account. It is not the
 // [[endpoint]] runtime "mcp" (MCPEndpoint), which goes the other way.
 type MCPServerFile struct {
-	QueueMax            int              `toml:"queue_max"`
-	QueueMaxBytes       int64            `toml:"queue_max_bytes"`
-	SenderRateLimit     float64          `toml:"sender_rate_limit"`
-	SenderRateBurst     int              `toml:"sender_rate_burst"`
-	AllowedOrigins      []string         `toml:"allowed_origins"`
-	MaxSessionsPerToken int              `toml:"max_sessions_per_token"`
-	Database            string           `toml:"database"`
-	TLSCert             string           `toml:"tls_cert"`
-	TLSKey              string           `toml:"tls_key"`
-	Accounts            []MCPAccountFile `toml:"account"`
-	Tokens              []MCPTokenFile   `toml:"token"`
+	QueueMax        int              `toml:"queue_max"`
+	QueueMaxBytes   int64            `toml:"queue_max_bytes"`
+	SenderRateLimit float64          `toml:"sender_rate_limit"`
+	SenderRateBurst int              `toml:"sender_rate_burst"`
+	Database        string           `toml:"database"`
+	TLSCert         string           `toml:"tls_cert"`
+	TLSKey          string           `toml:"tls_key"`
+	Accounts        []MCPAccountFile `toml:"account"`
+	// ListenerFile holds allowed_origins, max_sessions_per_token and
+	// the [[mcp.token]] entries.
+	ListenerFile[MCPTokenFile]
 	// AgentPollSeconds and Agents: the agent endpoints whose tools are
 	// projected as MCP tools of their own (docs/mcp.md).
 	AgentPollSeconds int            `toml:"agent_poll_seconds"`
@@ -103,17 +99,16 @@ type MCPAccountFile struct {
 }
 
 // MCPTokenFile is one [[mcp.token]] entry: a bearer token of the HTTP
-// transport.
+// transport, acting as an [[mcp.account]].
 type MCPTokenFile struct {
-	File    string   `toml:"file"`
-	Account string   `toml:"account"`
-	Scopes  []string `toml:"scopes"`
+	TokenFile
+	Account string `toml:"account"`
 }
 
 func mcpServerDefaults() MCPServerFile {
 	return MCPServerFile{QueueMax: DefaultMCPQueueMax, Database: DefaultMCPDatabase, AgentPollSeconds: DefaultAgentPollSeconds,
 		QueueMaxBytes: DefaultMCPQueueMaxBytes, SenderRateLimit: DefaultSenderRateLimit, SenderRateBurst: DefaultSenderRateBurst,
-		MaxSessionsPerToken: DefaultMaxSessionsPerToken}
+		ListenerFile: ListenerFile[MCPTokenFile]{MaxSessionsPerToken: DefaultMaxSessionsPerToken}}
 }
 
 // MCPServer is the validated [mcp] table. Paths are absolute.
@@ -124,15 +119,13 @@ type MCPServer struct {
 	// (0: no limit), with bursts of SenderRateBurst.
 	SenderRateLimit float64
 	SenderRateBurst int
-	// AllowedOrigins are the HTTP Origin values accepted, lowercased.
-	AllowedOrigins      []string
-	MaxSessionsPerToken int
-	Database            string
+	// Listener holds AllowedOrigins, MaxSessionsPerToken and Tokens.
+	Listener[MCPToken]
+	Database string
 	// TLSCert and TLSKey are PEM files for the HTTP transport; both or
 	// neither is set.
 	TLSCert, TLSKey string
 	Accounts        []MCPAccount
-	Tokens          []MCPToken
 	// AgentPollSeconds is how often projected agents are polled.
 	AgentPollSeconds int
 	Agents           []MCPAgent
@@ -154,13 +147,9 @@ type MCPAccount struct {
 
 // MCPToken is one validated [[mcp.token]].
 type MCPToken struct {
-	// File holds the token; Token is its content, never logged.
-	File  string
-	Token []byte
+	BearerToken
 	// Account is the bare JID of the [[mcp.account]] the token acts as.
 	Account string
-	// Scopes as written; scope.Wildcard means every scope.
-	Scopes []string
 }
 
 // Account returns the configured account with bare JID j, or nil.
@@ -258,7 +247,7 @@ func (m MCPServerFile) build(dir string, needAccount bool, p *problems) *MCPServ
 	if m.QueueMax < 1 || m.QueueMax > MaxMCPQueueMax {
 		p.bad("mcp.queue_max", "must be between 1 and %d", MaxMCPQueueMax)
 	}
-	out.QueueMaxBytes, out.SenderRateLimit, out.SenderRateBurst, out.MaxSessionsPerToken = m.QueueMaxBytes, m.SenderRateLimit, m.SenderRateBurst, m.MaxSessionsPerToken
+	out.QueueMaxBytes, out.SenderRateLimit, out.SenderRateBurst = m.QueueMaxBytes, m.SenderRateLimit, m.SenderRateBurst
 	if m.QueueMaxBytes < MinMCPQueueMaxBytes || m.QueueMaxBytes > MaxMCPQueueMaxBytes {
 		p.bad("mcp.queue_max_bytes", "must be between %d and %d", MinMCPQueueMaxBytes, MaxMCPQueueMaxBytes)
 	}
@@ -268,16 +257,7 @@ func (m MCPServerFile) build(dir string, needAccount bool, p *problems) *MCPServ
 	if m.SenderRateBurst < 1 || m.SenderRateBurst > MaxSenderRateBurst {
 		p.bad("mcp.sender_rate_burst", "must be between 1 and %d", MaxSenderRateBurst)
 	}
-	if m.MaxSessionsPerToken < 1 || m.MaxSessionsPerToken > MaxMaxSessionsPerToken {
-		p.bad("mcp.max_sessions_per_token", "must be between 1 and %d", MaxMaxSessionsPerToken)
-	}
-	for i, o := range m.AllowedOrigins {
-		if norm, ok := originValue(o); ok {
-			out.AllowedOrigins = append(out.AllowedOrigins, norm)
-		} else {
-			p.bad(fmt.Sprintf("mcp.allowed_origins[%d]", i), "must be an origin, scheme://host[:port] with no path (https://app.example.org)")
-		}
-	}
+	out.AllowedOrigins, out.MaxSessionsPerToken = m.limits("mcp", p)
 	if m.Database == "" {
 		p.bad("mcp.database", "required")
 	} else {
@@ -337,98 +317,19 @@ func (m MCPServerFile) build(dir string, needAccount bool, p *problems) *MCPServ
 			out.Accounts = append(out.Accounts, acct)
 		}
 	}
-	for i, t := range m.Tokens {
-		key := fmt.Sprintf("mcp.token[%d]", i)
-		tok := MCPToken{Account: t.Account}
-		seen := make([][]byte, len(out.Tokens))
-		for k, prev := range out.Tokens {
-			seen[k] = prev.Token
-		}
-		tok.File, tok.Token = readBearerToken(key, dir, t.File, "mcp.token", seen, p)
-		if j, err := jid.Parse(t.Account); t.Account == "" {
+	out.Tokens = buildTokens(m.ListenerFile, "mcp", dir, p, func(key string, t MCPTokenFile) string {
+		j, err := jid.Parse(t.Account)
+		switch {
+		case t.Account == "":
 			p.bad(key+".account", "required: the jid of an [[mcp.account]]")
-		} else if err != nil || out.Account(j.Bare().String()) == nil {
+		case err != nil || out.Account(j.Bare().String()) == nil:
 			p.bad(key+".account", "must be the jid of an [[mcp.account]]")
-		} else {
-			tok.Account = j.Bare().String()
+		default:
+			return j.Bare().String()
 		}
-		if len(t.Scopes) == 0 {
-			p.bad(key+".scopes", "required: list scopes, or \"*\" for every scope")
-		}
-		for k, s := range t.Scopes {
-			if s != scope.Wildcard && !scope.Known(s) {
-				p.bad(fmt.Sprintf("%s.scopes[%d]", key, k), "unknown scope %q (see docs/mcp-server.md)", s)
-				continue
-			}
-			tok.Scopes = append(tok.Scopes, s)
-		}
-		out.Tokens = append(out.Tokens, tok)
-	}
+		return t.Account
+	}, func(b BearerToken, account string) MCPToken { return MCPToken{b, account} })
 	return out
-}
-
-// A bearer token carries at least 128 bits: 22 characters of base64url
-// (6 bits each) or 32 hex digits (4 bits each).
-const (
-	minTokenBase64 = 22
-	minTokenHex    = 32
-)
-
-// strongToken reports whether b is long enough for 128 bits: a token of
-// hex digits alone needs minTokenHex of them, any other minTokenBase64
-// characters.
-func strongToken(b []byte) bool {
-	hexOnly := true
-	for _, c := range b {
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
-			hexOnly = false
-			break
-		}
-	}
-	if hexOnly {
-		return len(b) >= minTokenHex
-	}
-	return len(b) >= minTokenBase64
-}
-
-// readBearerToken reads the bearer token file of [[mcp.token]] or
-// [[chat.token]] number key (list names the array, for the error about a
-// token that seen, the tokens before it, already holds): a private file
-// (readPrivate) holding at least 128 bits (strongToken). It returns the
-// resolved path and the token, or reports to p and returns a nil token.
-func readBearerToken(key, dir, file, list string, seen [][]byte, p *problems) (string, []byte) {
-	if file == "" {
-		p.bad(key+".file", "required")
-		return "", nil
-	}
-	path := resolve(dir, file)
-	b, err := readPrivate(path)
-	switch {
-	case err != nil:
-		p.bad(key+".file", "%v", err)
-		return path, nil
-	case !strongToken(b):
-		p.bad(key+".file", "the token in %s is too short: a token needs at least 128 bits, %d or more base64url characters or %d hex digits (openssl rand -hex 16)", path, minTokenBase64, minTokenHex)
-		return path, nil
-	}
-	for k, prev := range seen {
-		if subtle.ConstantTimeCompare(prev, b) == 1 {
-			p.bad(key+".file", "holds the same token as %s[%d]", list, k)
-		}
-	}
-	return path, b
-}
-
-// readPrivate reads a password or token file as every secret file is read
-// (readSecret: the secret alone on one line, in a file that neither group
-// nor others may read or write, internal/secretfile), into a copy of its
-// own.
-func readPrivate(path string) ([]byte, error) {
-	b, err := readSecret(path)
-	if err != nil {
-		return nil, err
-	}
-	return bytes.Clone(b), nil
 }
 
 // buildAgents validates mcp.agent_poll_seconds and the [[mcp.agent]]
@@ -484,29 +385,6 @@ func (m MCPServerFile) buildAgents(p *problems) []MCPAgent {
 		}
 	}
 	return out
-}
-
-// originValue checks an allowed Origin (RFC 6454: scheme "://" host
-// [":" port], as browsers send it) and returns it lowercased.
-func originValue(o string) (string, bool) {
-	scheme, rest, ok := strings.Cut(o, "://")
-	if !ok || scheme == "" || rest == "" || strings.ContainsAny(rest, "/?#@ \t") {
-		return "", false
-	}
-	for _, r := range scheme {
-		if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '+' || r == '-' || r == '.') {
-			return "", false
-		}
-	}
-	if h, p, err := net.SplitHostPort(rest); err == nil {
-		if h == "" || p == "" {
-			return "", false
-		}
-		if _, err := strconv.ParseUint(p, 10, 16); err != nil {
-			return "", false
-		}
-	}
-	return strings.ToLower(o), true
 }
 
 // mcpNameChars reports whether s has only A-Z a-z 0-9 . and -: MCP's
