@@ -49,7 +49,7 @@ func Serve(ctx context.Context, path string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	log := newLogger(cfg, stderr)
+	log := newLogger(cfg.Log, stderr)
 
 	store, err := db.Open(ctx, cfg.DatabasePath)
 	if err != nil {

@@ -12,6 +12,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"agentgw/app"
 )
 
 // Exit codes.
@@ -59,8 +61,9 @@ commands:
     input [-revision N] ENDPOINT TASK-ID REQUEST-ID JSON
 `
 
-// errUsage marks a usage error: exit code 2 and the usage text.
-var errUsage = errors.New("usage")
+// errUsage marks a usage error: exit code 2 and the usage text. It is
+// app.ErrUsage, so that a usage error found in app counts as one.
+var errUsage = app.ErrUsage
 
 // errBadArg marks a usage error whose message is clear on its own, such
 // as an argument that is no JSON or no JID: exit code 2, the message, and

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"agentgw/internal/loopback"
 )
 
 // The answerers an [[endpoint]] chat key may name (package chat,
@@ -110,7 +112,7 @@ func (c ChatFile) build(dir string, endpoints []Endpoint, p *problems) Chat {
 		switch {
 		case err != nil || port == "":
 			p.bad("chat.mcp_listen", "must be host:port, such as \"127.0.0.1:8765\"")
-		case !LoopbackHost(host):
+		case !loopback.Host(host):
 			p.bad("chat.mcp_listen", "%s is not a loopback address: the listener is plain HTTP; put a TLS proxy in front of a loopback one", host)
 		default:
 			out.MCPListen = l

@@ -6,6 +6,8 @@ import (
 	"os"
 	"time"
 
+	"agentgw/internal/loopback"
+
 	"mellium.im/xmpp/jid"
 )
 
@@ -63,8 +65,7 @@ func (comp ComponentFile) build(dir string, p *problems) (c Component, secretFil
 		p.bad("component.server", "must be host:port")
 	default:
 		c.Server = comp.Server
-		loopback := LoopbackHost(host)
-		if !comp.TLS && !loopback && !comp.InsecurePlaintext {
+		if !comp.TLS && !loopback.Host(host) && !comp.InsecurePlaintext {
 			p.bad("component.server", "%s is not a loopback address: set component.tls = true (direct TLS with certificate verification), or component.insecure_plaintext = true to send the secret in the clear", host)
 		}
 	}

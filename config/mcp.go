@@ -172,11 +172,11 @@ func (m *MCPServer) String() string {
 }
 
 // MCPConfig is what `agentgw mcp` needs of a configuration file: the
-// [mcp] table and the log level. Such a file needs no [component].
+// [mcp] and [log] tables. Such a file needs no [component].
 type MCPConfig struct {
-	Path     string
-	LogLevel string
-	MCP      *MCPServer
+	Path string
+	Log
+	MCP *MCPServer
 }
 
 // LoadMCP reads and strictly decodes the file at path, and validates the
@@ -192,10 +192,8 @@ func LoadMCP(path string) (*MCPConfig, error) {
 		return nil, err
 	}
 	p := &problems{}
-	c := &MCPConfig{Path: path, LogLevel: f.Log.Level}
-	if _, ok := LogLevel(f.Log.Level); !ok {
-		p.bad("log.level", "must be one of debug, info, warn, error")
-	}
+	c := &MCPConfig{Path: path}
+	c.Log = f.Log.build(p)
 	c.MCP = f.MCP.build(filepath.Dir(path), true, p)
 	if len(p.errs) > 0 {
 		return nil, p.errs

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -16,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"agentgw/internal/ident"
+	"agentgw/internal/loopback"
 	"agentgw/internal/secretfile"
 )
 
@@ -219,21 +219,12 @@ func mcpURL(key, raw string, insecure bool, p *problems) string {
 		p.bad(k, "must not hold userinfo: put credentials in header_files")
 	case u.Host == "":
 		p.bad(k, "has no host")
-	case u.Scheme == "http" && !insecure && !LoopbackHost(u.Hostname()):
+	case u.Scheme == "http" && !insecure && !loopback.Host(u.Hostname()):
 		p.bad(k, "plain http to a host that is not loopback would send its headers in the clear: use https, or set insecure = true")
 	default:
 		return raw
 	}
 	return ""
-}
-
-// LoopbackHost reports whether host is localhost or a loopback address.
-func LoopbackHost(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // readableFile resolves a credential file and checks that it can be
