@@ -14,6 +14,7 @@ import (
 	"agentgw/app"
 	"agentgw/c2s"
 	"agentgw/chat"
+	"agentgw/cli/cmdline"
 	"agentgw/db"
 	"agentgw/wire"
 
@@ -76,7 +77,7 @@ func checkBlocking(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	password, err := readPassword(*pwFile)
+	password, err := cmdline.ReadPassword(*pwFile)
 	if err != nil {
 		return err
 	}
@@ -88,7 +89,7 @@ func checkBlocking(ctx context.Context, args []string, stdout io.Writer) error {
 	if addr == "" {
 		addr = net.JoinHostPort(account.Domainpart(), "5222")
 	}
-	lctx, cancel := context.WithTimeout(ctx, loginTimeout)
+	lctx, cancel := context.WithTimeout(ctx, cmdline.LoginTimeout)
 	c, err := c2s.Dial(lctx, addr, account, password)
 	cancel()
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"agentgw/app"
+	"agentgw/cli/cmdline"
 )
 
 // registerOutcome is what happened to one manifest file of a bulk
@@ -123,5 +124,5 @@ func expandManifests(args []string) (files []string, refused []registerOutcome) 
 // writerIsTerminal reports whether w is a terminal (isTerminal).
 func writerIsTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
-	return ok && isTerminal(f)
+	return ok && cmdline.IsTerminal(f)
 }
