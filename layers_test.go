@@ -1,11 +1,15 @@
 package main
 
 import (
+	"go/ast"
 	"go/build"
+	"go/parser"
+	"go/token"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -47,6 +51,46 @@ func TestLayers(t *testing.T) {
 				t.Errorf("%s (row %d) imports %s, a row above it (%d)", p, r+1, q, qr+1)
 			}
 		}
+	}
+}
+
+// TestCompositionRoot holds the rules of the composition root (the "app"
+// row of docs/ARCHITECTURE.md): app alone reads config, and the commands
+// under cli parse flags and call app; they open no store and build no
+// logger of their own. Test files and the packages outside the layers
+// are exempt.
+func TestCompositionRoot(t *testing.T) {
+	for p, deps := range moduleImports(t) {
+		if p != "app" && p != "config" && !outsideLayers(p) && slices.Contains(deps, "config") {
+			t.Errorf("%s imports config: only app reads the configuration", p)
+		}
+	}
+	forbidden := map[string][]string{
+		"db":   {"Open"},
+		"slog": {"New", "NewTextHandler", "NewJSONHandler"},
+	}
+	err := filepath.WalkDir("cli", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+		if err != nil {
+			return err
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			sel, ok := n.(*ast.SelectorExpr)
+			if !ok {
+				return true
+			}
+			if x, ok := sel.X.(*ast.Ident); ok && slices.Contains(forbidden[x.Name], sel.Sel.Name) {
+				t.Errorf("%s calls %s.%s: app builds the store and the logger of every command", path, x.Name, sel.Sel.Name)
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -15,8 +15,9 @@ import (
 // scrapeTimeout bounds the store query behind the agentgw_tasks gauge.
 const scrapeTimeout = 2 * time.Second
 
-// newLogger builds serve's logger from [log]: level and text or JSON.
-func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
+// newLogger builds the one logger of a command from [log]: level, and
+// text or JSON. serve and mcp alike log through it.
+func newLogger(cfg config.Log, w io.Writer) *slog.Logger {
 	level, _ := config.LogLevel(cfg.LogLevel)
 	opts := &slog.HandlerOptions{Level: level}
 	if cfg.LogFormat == "json" {

@@ -122,7 +122,7 @@ func Runtimes(ctx context.Context, store *db.Store, endpoints []config.Endpoint,
 					}
 				}
 			}
-			e, err := mcpsync.NewEndpoint(store, ep, eo)
+			e, err := mcpsync.NewEndpoint(store, ep.JID, MCPClientOptions(ep), eo)
 			if err != nil {
 				h.Close()
 				return nil, fmt.Errorf("%s: %w", key, err)

@@ -103,7 +103,7 @@ printf '{"type":"result","result":{"structuredContent":{"mine":"%s","config":"%s
 // gateway's own directory is an error naming the key.
 func TestPlanSandbox(t *testing.T) {
 	dir := t.TempDir()
-	cfg := &config.Config{Path: filepath.Join(dir, "agentgw.toml"), DatabasePath: filepath.Join(dir, "agentgw.db"), Sandbox: config.SandboxRequired}
+	cfg := &config.Config{Path: filepath.Join(dir, "agentgw.toml"), Database: config.Database{DatabasePath: filepath.Join(dir, "agentgw.db")}, Sandbox: config.SandboxRequired}
 	if _, err := app.PlanSandbox(cfg, 5); err == nil || !strings.Contains(err.Error(), "runtime.sandbox") {
 		t.Errorf("required on ABI 5: %v", err)
 	}

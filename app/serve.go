@@ -49,7 +49,7 @@ func Serve(ctx context.Context, path string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	log := newLogger(cfg, stderr)
+	log := newLogger(cfg.Log, stderr)
 
 	store, err := db.Open(ctx, cfg.DatabasePath)
 	if err != nil {
@@ -141,30 +141,10 @@ func GatewayOptions(cfg *config.Config) gateway.Options {
 		}
 	}
 	return gateway.Options{
-		Domain:            cfg.Domain,
-		Server:            cfg.Server,
-		Secret:            cfg.Secret,
-		TLS:               cfg.TLS,
-		TLSServerName:     cfg.TLSServerName,
-		TLSCAFile:         cfg.TLSCAFile,
-		InsecurePlaintext: cfg.InsecurePlaintext,
-		PingInterval:      cfg.PingInterval,
-		PingTimeout:       cfg.PingTimeout,
-		ReconnectMax:      cfg.ReconnectMax,
-		DebugXML:          cfg.DebugXML,
-
-		Name:                 cfg.Name,
-		PageMax:              cfg.PageMax,
-		RequestReplaySeconds: cfg.RequestReplaySeconds,
-		RateLimit:            cfg.RateLimit,
-		RateBurst:            cfg.RateBurst,
-		DomainRateLimit:      cfg.DomainRateLimit,
-		DomainRateBurst:      cfg.DomainRateBurst,
-
-		VersionsPerRegistrant:    cfg.Quotas.VersionsPerRegistrant,
-		SubscriptionsPerEndpoint: cfg.Quotas.SubscriptionsPerEndpoint,
-		SubscriptionsTotal:       cfg.Quotas.SubscriptionsTotal,
-
+		Stream:    gateway.Stream(cfg.Component),
+		Service:   gateway.Service(cfg.Gateway),
+		Quotas:    gateway.Quotas(cfg.Quotas),
+		DebugXML:  cfg.DebugXML,
 		Policy:    cfg.Policy,
 		ColdStart: coldStart,
 	}

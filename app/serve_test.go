@@ -18,25 +18,28 @@ import (
 func TestGatewayOptions(t *testing.T) {
 	pol := &policy.Policy{Admins: []string{"admin@home.example"}}
 	cfg := &config.Config{
-		Domain:            jid.MustParse("agents.example"),
-		Server:            "xmpp.example:5347",
-		Secret:            []byte("s3cret"),
-		TLS:               true,
-		TLSServerName:     "xmpp.example",
-		TLSCAFile:         "/etc/agentgw/ca.pem",
-		InsecurePlaintext: true,
-		PingInterval:      time.Minute,
-		PingTimeout:       2 * time.Second,
-		ReconnectMax:      3 * time.Minute,
-		DebugXML:          true,
-
-		Name:                 "Agents",
-		PageMax:              25,
-		RequestReplaySeconds: 120,
-		RateLimit:            4.5,
-		RateBurst:            9,
-		DomainRateLimit:      40,
-		DomainRateBurst:      80,
+		Component: config.Component{
+			Domain:            jid.MustParse("agents.example"),
+			Server:            "xmpp.example:5347",
+			Secret:            []byte("s3cret"),
+			TLS:               true,
+			TLSServerName:     "xmpp.example",
+			TLSCAFile:         "/etc/agentgw/ca.pem",
+			InsecurePlaintext: true,
+			PingInterval:      time.Minute,
+			PingTimeout:       2 * time.Second,
+			ReconnectMax:      3 * time.Minute,
+		},
+		Log: config.Log{DebugXML: true},
+		Gateway: config.Gateway{
+			Name:                 "Agents",
+			PageMax:              25,
+			RequestReplaySeconds: 120,
+			RateLimit:            4.5,
+			RateBurst:            9,
+			DomainRateLimit:      40,
+			DomainRateBurst:      80,
+		},
 
 		Quotas: config.Quotas{VersionsPerRegistrant: 7, SubscriptionsPerEndpoint: 11, SubscriptionsTotal: 13,
 			FinishedTasksPerCaller: 17, StoredBytesPerCaller: 19},
@@ -51,8 +54,23 @@ func TestGatewayOptions(t *testing.T) {
 	// Each option but ColdStart is the configuration's field of the same
 	// name, in Config or in its Quotas; every one is set, so that an
 	// option added to gateway.Options and not to GatewayOptions fails.
+	// The embedded tables (Stream, Service, Quotas) are checked field by
+	// field.
+	var opts []reflect.StructField
 	for i := range got.NumField() {
-		name, opt := got.Type().Field(i).Name, got.Field(i)
+		f := got.Type().Field(i)
+		if !f.Anonymous {
+			opts = append(opts, f)
+			continue
+		}
+		for k := range f.Type.NumField() {
+			sub := f.Type.Field(k)
+			sub.Index = []int{i, k}
+			opts = append(opts, sub)
+		}
+	}
+	for _, f := range opts {
+		name, opt := f.Name, got.FieldByIndex(f.Index)
 		if opt.IsZero() {
 			t.Errorf("GatewayOptions leaves %s unset", name)
 		}

@@ -30,7 +30,7 @@ func SyncEndpoint(ctx context.Context, cfg *config.Config, store *db.Store, jid 
 	if ep == nil || ep.Runtime != config.RuntimeMCP {
 		return nil, fmt.Errorf("%s is not an [[endpoint]] with runtime %q in %s", jid, config.RuntimeMCP, cfg.Path)
 	}
-	opts := mcpsync.Options(*ep)
+	opts := MCPClientOptions(*ep)
 	opts.TerminateGrace = syncTerminateGrace
 	rt, err := mcpclient.New(opts)
 	if err != nil {
@@ -42,4 +42,22 @@ func SyncEndpoint(ctx context.Context, cfg *config.Config, store *db.Store, jid 
 		return nil, fmt.Errorf("%s: %w", jid, err)
 	}
 	return res, nil
+}
+
+// MCPClientOptions returns the runtime options of an [[endpoint]] with
+// runtime "mcp": the config.Endpoint keys, one for one (the table in
+// docs/mcp.md).
+func MCPClientOptions(ep config.Endpoint) mcpclient.Options {
+	o := mcpclient.Options{Command: ep.Command, Dir: ep.Dir, Env: ep.Env}
+	m := ep.MCP
+	if m == nil {
+		return o
+	}
+	o.URL = m.URL
+	o.EnvFiles, o.EnvPass, o.HeaderFiles = m.EnvFiles, m.EnvPass, m.HeaderFiles
+	o.ColdStart, o.KeepWarm, o.IdleTimeout = m.ColdStart, m.KeepWarm, m.IdleTimeout
+	o.AgentName, o.AgentTitle, o.AgentDescription = m.Name, m.Title, m.Description
+	o.DefaultTimeoutSeconds = int(m.DefaultTimeout / time.Second)
+	o.MaximumTimeoutSeconds = int(m.MaxTimeout / time.Second)
+	return o
 }

@@ -17,8 +17,8 @@ import (
 	"agentgw/db"
 	"agentgw/mcpface"
 	"agentgw/mcpface/layer"
-	"agentgw/mcpface/scope"
 	"agentgw/policy"
+	"agentgw/scope"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )

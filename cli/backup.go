@@ -5,6 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+
+	"agentgw/app"
 )
 
 // backup writes a consistent copy of the configured database to DEST while
@@ -20,14 +23,14 @@ func backup(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := requireConfig("backup", *path); err != nil {
 		return err
 	}
-	cfg, store, err := openStore(ctx, *path)
+	adm, err := app.OpenAdmin(ctx, *path, os.Stderr)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
-	if err := store.Backup(ctx, pos[0]); err != nil {
+	defer adm.Close()
+	if err := adm.Store.Backup(ctx, pos[0]); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "backed up %s to %s\n", cfg.DatabasePath, pos[0])
+	fmt.Fprintf(stdout, "backed up %s to %s\n", adm.DatabasePath(), pos[0])
 	return nil
 }

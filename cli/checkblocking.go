@@ -11,9 +11,10 @@ import (
 	"strings"
 	"time"
 
+	"agentgw/app"
 	"agentgw/c2s"
 	"agentgw/chat"
-	"agentgw/config"
+	"agentgw/cli/cmdline"
 	"agentgw/db"
 	"agentgw/wire"
 
@@ -59,7 +60,7 @@ func checkBlocking(ctx context.Context, args []string, stdout io.Writer) error {
 	if *cfgPath == "" || *endpointFlag == "" || *accountFlag == "" || *pwFile == "" {
 		return fmt.Errorf("%w: %s", errUsage, checkBlockingUsage)
 	}
-	cfg, err := config.Load(*cfgPath)
+	adm, err := app.LoadAdmin(*cfgPath)
 	if err != nil {
 		return err
 	}
@@ -72,33 +73,30 @@ func checkBlocking(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("check-blocking: -account %q is not an account bare JID", *accountFlag)
 	}
 	endpoint := ep.String()
-	if _, ok := cfg.Chat.Endpoints[endpoint]; !ok {
-		return fmt.Errorf("check-blocking: %s does not chat: set chat in its [[endpoint]]", endpoint)
-	}
-	if !cfg.Policy.CanChat(account, endpoint) {
-		return fmt.Errorf("check-blocking: no [[policy.chat]] grant lets %s chat with %s", account, endpoint)
-	}
-	password, err := readPassword(*pwFile)
+	consent, err := adm.ChatConsent(account, endpoint)
 	if err != nil {
 		return err
 	}
-	store, err := db.Open(ctx, cfg.DatabasePath)
+	password, err := cmdline.ReadPassword(*pwFile)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
+	if err := adm.OpenStore(ctx, nil); err != nil {
+		return err
+	}
+	defer adm.Close()
 	addr := *server
 	if addr == "" {
 		addr = net.JoinHostPort(account.Domainpart(), "5222")
 	}
-	lctx, cancel := context.WithTimeout(ctx, loginTimeout)
+	lctx, cancel := context.WithTimeout(ctx, cmdline.LoginTimeout)
 	c, err := c2s.Dial(lctx, addr, account, password)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("check-blocking: log in as %s: %w", account, err)
 	}
 	defer c.Close()
-	chk := &blockingCheck{c: c, store: store, endpoint: endpoint, account: account, consent: cfg.Chat.Consent, out: stdout,
+	chk := &blockingCheck{c: c, store: adm.Store, endpoint: endpoint, account: account, consent: consent, out: stdout,
 		seen: map[string]bool{}}
 	return chk.run(ctx)
 }

@@ -12,6 +12,10 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"agentgw/app"
+	"agentgw/cli/client"
+	"agentgw/cli/cmdline"
 )
 
 // Exit codes.
@@ -59,13 +63,12 @@ commands:
     input [-revision N] ENDPOINT TASK-ID REQUEST-ID JSON
 `
 
-// errUsage marks a usage error: exit code 2 and the usage text.
-var errUsage = errors.New("usage")
-
-// errBadArg marks a usage error whose message is clear on its own, such
-// as an argument that is no JSON or no JID: exit code 2, the message, and
-// no usage text.
-var errBadArg = errors.New("bad argument")
+// errUsage and errBadArg are the usage errors of cmdline; app.ErrUsage,
+// a usage error found in app (a flag's value), counts as errUsage.
+var (
+	errUsage  = cmdline.ErrUsage
+	errBadArg = cmdline.ErrBadArg
+)
 
 // Main runs one command and returns the process exit code.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -76,7 +79,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case errors.Is(err, errBadArg):
 		fmt.Fprintln(stderr, "agentgw:"+strings.TrimPrefix(strings.TrimPrefix(err.Error(), errBadArg.Error()), ":"))
 		return exitUsage
-	case errors.Is(err, errUsage):
+	case errors.Is(err, errUsage) || errors.Is(err, app.ErrUsage):
 		if msg := strings.TrimPrefix(err.Error(), errUsage.Error()); msg != "" {
 			fmt.Fprintln(stderr, "agentgw:"+strings.TrimPrefix(msg, ":"))
 		}
@@ -113,7 +116,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		return endpoint(ctx, rest[0], rest[1:], stdout, stderr)
 	case "client":
-		return runClient(ctx, rest, stdout, stderr)
+		return client.Run(ctx, rest, stdout, stderr)
 	case "init":
 		return initDir(ctx, rest, stdout)
 	case "version", "-version", "--version":
@@ -127,26 +130,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return fmt.Errorf("%w: unknown command %q", errUsage, cmd)
 }
 
-// parse parses flags that may stand before, between or after the
-// positional arguments, and checks the positional count.
+// parse is cmdline.Parse.
 func parse(fs *flag.FlagSet, args []string, minPos, maxPos int) ([]string, error) {
-	fs.SetOutput(io.Discard)
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, fmt.Errorf("%w: %s: %v", errUsage, fs.Name(), err)
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			break
-		}
-		pos = append(pos, args[0])
-		args = args[1:]
-	}
-	if len(pos) < minPos || len(pos) > maxPos {
-		return nil, fmt.Errorf("%w: %s: wrong number of arguments", errUsage, fs.Name())
-	}
-	return pos, nil
+	return cmdline.Parse(fs, args, minPos, maxPos)
 }
 
 func requireConfig(name, path string) error {

@@ -13,7 +13,6 @@ import (
 
 	"agentgw/api"
 	"agentgw/app"
-	"agentgw/config"
 	"agentgw/db"
 	"agentgw/manifest"
 	"agentgw/runtime/sandbox"
@@ -28,18 +27,10 @@ func checkConfig(args []string, stdout io.Writer) error {
 	if err := requireConfig("check-config", *path); err != nil {
 		return err
 	}
-	desc, err := config.Check(*path)
+	abi := sandbox.ABI()
+	desc, err := app.CheckConfig(*path, abi)
 	if err != nil {
 		return err
-	}
-	abi := sandbox.ABI()
-	// A gateway configuration is checked against this kernel too: with
-	// runtime.sandbox = "required" it would not start here.
-	if cfg, err := config.Load(*path); err == nil {
-		if _, err := app.PlanSandbox(cfg, abi); err != nil {
-			return err
-		}
-		desc += " sandbox=" + cfg.Sandbox
 	}
 	fmt.Fprintf(stdout, "ok: %s\n", desc)
 	fmt.Fprintf(stdout, "landlock: %s\n", landlockText(abi))
@@ -56,16 +47,13 @@ func landlockText(abi int) string {
 }
 
 // readManifest validates a manifest file, under the component domain when
-// cfg is not nil.
-func readManifest(path string, cfg *config.Config) (*manifest.Manifest, error) {
+// domain is not empty.
+func readManifest(path, domain string) (*manifest.Manifest, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	opts := manifest.Options{}
-	if cfg != nil {
-		opts.Domain = cfg.Domain.Domainpart()
-	}
+	opts := manifest.Options{Domain: domain}
 	m, err := manifest.Parse(raw, opts)
 	var merr *manifest.Error
 	if errors.As(err, &merr) && merr.Kind == manifest.KindDomain {
@@ -84,33 +72,20 @@ func manifestHash(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var cfg *config.Config
+	var domain string
 	if *path != "" {
-		if cfg, err = config.Load(*path); err != nil {
+		a, err := app.LoadAdmin(*path)
+		if err != nil {
 			return err
 		}
+		domain = a.Domain()
 	}
-	m, err := readManifest(pos[0], cfg)
+	m, err := readManifest(pos[0], domain)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "%s %s sha-256 %s\n", m.JID, m.Version, m.HashBase64())
 	return nil
-}
-
-func openStore(ctx context.Context, path string) (*config.Config, *db.Store, error) {
-	cfg, err := config.Load(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	store, err := db.Open(ctx, cfg.DatabasePath)
-	if err != nil {
-		return nil, nil, err
-	}
-	if m := store.Migrated(); m.Backup != "" {
-		fmt.Fprintf(os.Stderr, "agentgw: migrated %s from schema version %d to %d; the database before it is at %s\n", cfg.DatabasePath, m.From, m.To, m.Backup)
-	}
-	return cfg, store, nil
 }
 
 func endpoint(ctx context.Context, sub string, args []string, stdout, stderr io.Writer) error {
@@ -140,17 +115,18 @@ func endpoint(ctx context.Context, sub string, args []string, stdout, stderr io.
 	if err := requireConfig(fs.Name(), *path); err != nil {
 		return err
 	}
-	cfg, store, err := openStore(ctx, *path)
+	adm, err := app.OpenAdmin(ctx, *path, os.Stderr)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
+	defer adm.Close()
+	store := adm.Store
 
 	switch sub {
 	case "register":
-		return registerAll(ctx, cfg, store, pos, *activate, stdout, stderr)
+		return registerAll(ctx, adm, pos, *activate, stdout, stderr)
 	case "activate":
-		j, err := endpointJID(cfg, pos[0])
+		j, err := endpointJID(adm, pos[0])
 		if err != nil {
 			return err
 		}
@@ -159,7 +135,7 @@ func endpoint(ctx context.Context, sub string, args []string, stdout, stderr io.
 		}
 		fmt.Fprintf(stdout, "activated %s %s\n", j, pos[1])
 	case "deactivate":
-		j, err := endpointJID(cfg, pos[0])
+		j, err := endpointJID(adm, pos[0])
 		if err != nil {
 			return err
 		}
@@ -168,7 +144,7 @@ func endpoint(ctx context.Context, sub string, args []string, stdout, stderr io.
 		}
 		fmt.Fprintf(stdout, "deactivated %s\n", j)
 	case "status":
-		j, err := endpointJID(cfg, pos[0])
+		j, err := endpointJID(adm, pos[0])
 		if err != nil {
 			return err
 		}
@@ -186,13 +162,13 @@ func endpoint(ctx context.Context, sub string, args []string, stdout, stderr io.
 		}
 		printStatus(stdout, reg, removed, imports)
 	case "sync":
-		j, err := endpointJID(cfg, pos[0])
+		j, err := endpointJID(adm, pos[0])
 		if err != nil {
 			return err
 		}
-		return syncEndpoint(ctx, cfg, store, j, *notes, stdout)
+		return syncEndpoint(ctx, adm, j, *notes, stdout)
 	case "remove-version":
-		j, err := endpointJID(cfg, pos[0])
+		j, err := endpointJID(adm, pos[0])
 		if err != nil {
 			return err
 		}
@@ -201,7 +177,7 @@ func endpoint(ctx context.Context, sub string, args []string, stdout, stderr io.
 		}
 		fmt.Fprintf(stdout, "removed %s %s\n", j, pos[1])
 	case "remove":
-		j, err := endpointJID(cfg, pos[0])
+		j, err := endpointJID(adm, pos[0])
 		if err != nil {
 			return err
 		}
@@ -231,8 +207,8 @@ func endpoint(ctx context.Context, sub string, args []string, stdout, stderr io.
 // register registers one manifest file (and activates it), writing the
 // historic per-file lines to stdout; isNew reports that a new version was
 // stored.
-func register(ctx context.Context, cfg *config.Config, store *db.Store, file string, activate bool, stdout io.Writer) (isNew bool, err error) {
-	m, err := readManifest(file, cfg)
+func register(ctx context.Context, adm *app.Admin, file string, activate bool, stdout io.Writer) (isNew bool, err error) {
+	m, err := readManifest(file, adm.Domain())
 	if err != nil {
 		return false, err
 	}
@@ -244,7 +220,7 @@ func register(ctx context.Context, cfg *config.Config, store *db.Store, file str
 		JID: m.JID, Version: m.Version, Hash: m.Hash, Canonical: m.Canonical,
 		Name: m.Name, Title: m.Title, Description: m.Description,
 	}
-	isNew, err = store.RegisterVersion(ctx, v, "admin")
+	isNew, err = adm.Store.RegisterVersion(ctx, v, "admin")
 	if err != nil {
 		return false, storeError(err, m.JID, m.Version)
 	}
@@ -254,7 +230,7 @@ func register(ctx context.Context, cfg *config.Config, store *db.Store, file str
 	}
 	fmt.Fprintf(stdout, "%s %s %s sha-256 %s\n", word, m.JID, m.Version, m.HashBase64())
 	if activate {
-		if err := store.Activate(ctx, m.JID, m.Version, &m.Hash); err != nil {
+		if err := adm.Store.Activate(ctx, m.JID, m.Version, &m.Hash); err != nil {
 			return isNew, storeError(err, m.JID, m.Version)
 		}
 		fmt.Fprintf(stdout, "activated %s %s\n", m.JID, m.Version)
@@ -308,9 +284,9 @@ func printStatus(w io.Writer, reg db.Registration, removed []db.Tombstone, impor
 }
 
 // syncEndpoint imports the tool list of an mcp endpoint's server
-// (app.SyncEndpoint) and says what changed.
-func syncEndpoint(ctx context.Context, cfg *config.Config, store *db.Store, jid string, notes bool, stdout io.Writer) error {
-	res, err := app.SyncEndpoint(ctx, cfg, store, jid)
+// (app.Admin.SyncEndpoint) and says what changed.
+func syncEndpoint(ctx context.Context, adm *app.Admin, jid string, notes bool, stdout io.Writer) error {
+	res, err := adm.SyncEndpoint(ctx, jid)
 	if err != nil {
 		return err
 	}
@@ -370,12 +346,12 @@ func storeError(err error, jid, version string) error {
 // endpointJID normalizes an endpoint JID given on the command line: a
 // virtual endpoint under the component domain, or a self-registered account
 // of a local domain.
-func endpointJID(cfg *config.Config, s string) (string, error) {
-	j, err := parseBareUnder(s, cfg.Domain.Domainpart())
+func endpointJID(adm *app.Admin, s string) (string, error) {
+	j, err := parseBareUnder(s, adm.Domain())
 	if err == nil {
 		return j, nil
 	}
-	for _, d := range cfg.Policy.LocalDomains {
+	for _, d := range adm.LocalDomains() {
 		if local, lerr := parseBareUnder(s, d); lerr == nil {
 			return local, nil
 		}

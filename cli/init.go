@@ -15,8 +15,8 @@ import (
 	"strconv"
 	"strings"
 
-	"agentgw/config"
-	"agentgw/db"
+	"agentgw/app"
+	"agentgw/internal/loopback"
 	"agentgw/internal/lua"
 
 	"mellium.im/xmpp/jid"
@@ -104,13 +104,13 @@ func initDir(ctx context.Context, args []string, stdout io.Writer) (err error) {
 		return err
 	}
 	created = append(created, paths[1])
-	tls := !config.LoopbackHost(host)
+	tls := !loopback.Host(host)
 	if err := writeNew(paths[0], []byte(starterConfig(d.Domainpart(), *server, tls)), 0o640); err != nil {
 		return err
 	}
 	created = append(created, paths[0])
 	// The configuration must load as written, or init has failed.
-	cfg, err := config.Load(paths[0])
+	adm, err := app.LoadAdmin(paths[0])
 	if err != nil {
 		return fmt.Errorf("init: the written configuration does not load: %w", err)
 	}
@@ -120,11 +120,10 @@ func initDir(ctx context.Context, args []string, stdout io.Writer) (err error) {
 		return err
 	}
 	created = append(created, paths[2], paths[2]+"-wal", paths[2]+"-shm")
-	store, err := db.Open(ctx, cfg.DatabasePath)
-	if err != nil {
+	if err := adm.OpenStore(ctx, nil); err != nil {
 		return fmt.Errorf("init: %w", err)
 	}
-	if err := store.Close(); err != nil {
+	if err := adm.Close(); err != nil {
 		return fmt.Errorf("init: %w", err)
 	}
 	// The tools' work directories, one 0700 directory each, apart from
@@ -179,13 +178,13 @@ func printServerSnippets(w io.Writer, domain, host, port, secretFile string) {
 	fmt.Fprintln(w, "-- Nagle off: Prosody writes a large stanza to a client in two parts, and with")
 	fmt.Fprintln(w, "-- Nagle on the second waits ~40 ms for the client's delayed ACK (docs/deploy.md).")
 	fmt.Fprintln(w, "network_settings = { nagle = false }")
-	if port != defaultComponentPort || !config.LoopbackHost(host) {
+	if port != defaultComponentPort || !loopback.Host(host) {
 		fmt.Fprintf(w, "component_ports = { %s }\n", port)
 		iface := host
-		if net.ParseIP(host) == nil && !config.LoopbackHost(host) {
+		if net.ParseIP(host) == nil && !loopback.Host(host) {
 			iface = "*" // a name: Prosody listens on addresses
 		}
-		if !config.LoopbackHost(host) {
+		if !loopback.Host(host) {
 			fmt.Fprintln(w, "-- agentgw connects from another machine: listen where it can reach, and")
 			fmt.Fprintln(w, "-- firewall the port to agentgw's address (see docs/deploy.md).")
 		}

@@ -10,8 +10,8 @@ import (
 	"slices"
 	"strings"
 
-	"agentgw/config"
-	"agentgw/db"
+	"agentgw/app"
+	"agentgw/cli/cmdline"
 )
 
 // registerOutcome is what happened to one manifest file of a bulk
@@ -37,10 +37,10 @@ func (e errRefused) Error() string {
 // registered, unchanged, refused with each file and its reason. A bad file
 // never stops the rest; the run fails if any was refused. Registration is
 // idempotent: identical content again is "unchanged".
-func registerAll(ctx context.Context, cfg *config.Config, store *db.Store, args []string, activate bool, stdout, stderr io.Writer) error {
+func registerAll(ctx context.Context, adm *app.Admin, args []string, activate bool, stdout, stderr io.Writer) error {
 	files, outcomes := expandManifests(args)
 	if len(args) == 1 && len(files) == 1 && files[0] == args[0] {
-		_, err := register(ctx, cfg, store, files[0], activate, stdout)
+		_, err := register(ctx, adm, files[0], activate, stdout)
 		return err
 	}
 	progress := writerIsTerminal(stderr)
@@ -52,7 +52,7 @@ func registerAll(ctx context.Context, cfg *config.Config, store *db.Store, args 
 		if progress {
 			fmt.Fprintf(stderr, "\r\033[K[%d/%d] %s", i+1, len(files), f)
 		}
-		created, err := register(ctx, cfg, store, f, activate, io.Discard)
+		created, err := register(ctx, adm, f, activate, io.Discard)
 		outcomes = append(outcomes, registerOutcome{file: f, registered: created, err: err})
 	}
 	if progress {
@@ -124,5 +124,5 @@ func expandManifests(args []string) (files []string, refused []registerOutcome) 
 // writerIsTerminal reports whether w is a terminal (isTerminal).
 func writerIsTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
-	return ok && isTerminal(f)
+	return ok && cmdline.IsTerminal(f)
 }

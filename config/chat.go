@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"agentgw/mcpface/scope"
+	"agentgw/internal/loopback"
 )
 
 // The answerers an [[endpoint]] chat key may name (package chat,
@@ -53,33 +53,27 @@ type ChatFile struct {
 	// MCPListen is the host:port of the MCP Streamable HTTP listener of
 	// queue endpoints (path /mcp); loopback only, as it is plain HTTP.
 	MCPListen string `toml:"mcp_listen"`
-	// AllowedOrigins and MaxSessionsPerToken are those of [mcp], for the
-	// chat listener.
-	AllowedOrigins      []string        `toml:"allowed_origins"`
-	MaxSessionsPerToken int             `toml:"max_sessions_per_token"`
-	Tokens              []ChatTokenFile `toml:"token"`
+	// ListenerFile holds allowed_origins, max_sessions_per_token and the
+	// [[chat.token]] entries, as [mcp] does.
+	ListenerFile[ChatTokenFile]
 }
 
 // ChatTokenFile is one [[chat.token]]: a bearer token that acts as one
 // queue endpoint, with the scopes and file rules of [[mcp.token]].
 type ChatTokenFile struct {
-	File     string   `toml:"file"`
-	Endpoint string   `toml:"endpoint"`
-	Scopes   []string `toml:"scopes"`
+	TokenFile
+	Endpoint string `toml:"endpoint"`
 }
 
 // ChatToken is one validated [[chat.token]].
 type ChatToken struct {
-	// File holds the token; Token is its content, never logged.
-	File  string
-	Token []byte
+	BearerToken
 	// Endpoint is the bare JID of the queue endpoint the token acts as.
 	Endpoint string
-	Scopes   []string
 }
 
 func chatDefaults() ChatFile {
-	return ChatFile{ConsentDays: DefaultConsentDays, QueueMax: DefaultChatQueueMax, MaxSessionsPerToken: DefaultMaxSessionsPerToken}
+	return ChatFile{ConsentDays: DefaultConsentDays, QueueMax: DefaultChatQueueMax, ListenerFile: ListenerFile[ChatTokenFile]{MaxSessionsPerToken: DefaultMaxSessionsPerToken}}
 }
 
 // Chat is the validated [chat] table.
@@ -92,24 +86,20 @@ type Chat struct {
 	// Endpoints maps every endpoint whose chat is not off to its
 	// answerer (ChatBuiltin, …).
 	Endpoints map[string]string
-	// MCPListen and Tokens serve the queue endpoints to MCP clients.
+	// MCPListen and the Listener's Tokens serve the queue endpoints to
+	// MCP clients.
 	MCPListen string
-	Tokens    []ChatToken
-	// AllowedOrigins are the HTTP Origin values the listener accepts,
-	// lowercased (none: a request with an Origin is refused).
-	AllowedOrigins []string
-	// MaxSessionsPerToken bounds the live MCP sessions of one token.
-	MaxSessionsPerToken int
+	Listener[ChatToken]
 }
 
-func (c ChatFile) build(dir string, endpoints []Endpoint, bad func(key, format string, args ...any)) Chat {
+func (c ChatFile) build(dir string, endpoints []Endpoint, p *problems) Chat {
 	out := Chat{Endpoints: map[string]string{}}
 	if c.ConsentDays < 1 || c.ConsentDays > MaxConsentDays {
-		bad("chat.consent_days", "must be between 1 and %d", MaxConsentDays)
+		p.bad("chat.consent_days", "must be between 1 and %d", MaxConsentDays)
 	}
 	out.Consent = time.Duration(c.ConsentDays) * 24 * time.Hour
 	if c.QueueMax < 1 || c.QueueMax > MaxChatQueueMax {
-		bad("chat.queue_max", "must be between 1 and %d", MaxChatQueueMax)
+		p.bad("chat.queue_max", "must be between 1 and %d", MaxChatQueueMax)
 	}
 	out.QueueMax = c.QueueMax
 	for _, ep := range endpoints {
@@ -121,60 +111,34 @@ func (c ChatFile) build(dir string, endpoints []Endpoint, bad func(key, format s
 		host, port, err := net.SplitHostPort(l)
 		switch {
 		case err != nil || port == "":
-			bad("chat.mcp_listen", "must be host:port, such as \"127.0.0.1:8765\"")
-		case !LoopbackHost(host):
-			bad("chat.mcp_listen", "%s is not a loopback address: the listener is plain HTTP; put a TLS proxy in front of a loopback one", host)
+			p.bad("chat.mcp_listen", "must be host:port, such as \"127.0.0.1:8765\"")
+		case !loopback.Host(host):
+			p.bad("chat.mcp_listen", "%s is not a loopback address: the listener is plain HTTP; put a TLS proxy in front of a loopback one", host)
 		default:
 			out.MCPListen = l
 		}
 	}
-	if c.MaxSessionsPerToken < 1 || c.MaxSessionsPerToken > MaxMaxSessionsPerToken {
-		bad("chat.max_sessions_per_token", "must be between 1 and %d", MaxMaxSessionsPerToken)
-	}
-	out.MaxSessionsPerToken = c.MaxSessionsPerToken
-	for i, o := range c.AllowedOrigins {
-		if norm, ok := originValue(o); ok {
-			out.AllowedOrigins = append(out.AllowedOrigins, norm)
-		} else {
-			bad(fmt.Sprintf("chat.allowed_origins[%d]", i), "must be an origin, scheme://host[:port] with no path (https://app.example.org)")
+	out.AllowedOrigins, out.MaxSessionsPerToken = c.limits("chat", p)
+	out.Tokens = buildTokens(c.ListenerFile, "chat", dir, p, func(key string, t ChatTokenFile) string {
+		j, ok := bareJID(key+".endpoint", t.Endpoint, "the bare JID of an [[endpoint]] with chat = \"queue\"", p)
+		switch {
+		case !ok:
+		case out.Endpoints[j.String()] != ChatQueue:
+			p.bad(key+".endpoint", "%s is not an [[endpoint]] with chat = %q", j, ChatQueue)
+		default:
+			return j.String()
 		}
-	}
-	for i, t := range c.Tokens {
-		key := fmt.Sprintf("chat.token[%d]", i)
-		tok := ChatToken{}
-		seen := make([][]byte, len(out.Tokens))
-		for k, prev := range out.Tokens {
-			seen[k] = prev.Token
-		}
-		tok.File, tok.Token = readBearerToken(key, dir, t.File, "chat.token", seen, bad)
-		if j, ok := bareJID(key+".endpoint", t.Endpoint, "the bare JID of an [[endpoint]] with chat = \"queue\"", bad); ok {
-			if out.Endpoints[j.String()] != ChatQueue {
-				bad(key+".endpoint", "%s is not an [[endpoint]] with chat = %q", j, ChatQueue)
-			} else {
-				tok.Endpoint = j.String()
-			}
-		}
-		if len(t.Scopes) == 0 {
-			bad(key+".scopes", "required: list scopes, or \"*\" for every scope")
-		}
-		for k, sc := range t.Scopes {
-			if sc != scope.Wildcard && !scope.Known(sc) {
-				bad(fmt.Sprintf("%s.scopes[%d]", key, k), "unknown scope %q (see docs/mcp-server.md)", sc)
-				continue
-			}
-			tok.Scopes = append(tok.Scopes, sc)
-		}
-		out.Tokens = append(out.Tokens, tok)
-	}
+		return ""
+	}, func(b BearerToken, endpoint string) ChatToken { return ChatToken{b, endpoint} })
 	if len(out.Tokens) > 0 && c.MCPListen == "" {
-		bad("chat.mcp_listen", "required with [[chat.token]]")
+		p.bad("chat.mcp_listen", "required with [[chat.token]]")
 	}
 	return out
 }
 
 // chatEndpoint validates the chat keys of an [[endpoint]], which every
 // runtime takes.
-func chatEndpoint(key string, in EndpointFile, out *Endpoint, bad func(key, format string, args ...any)) {
+func chatEndpoint(key string, in EndpointFile, out *Endpoint, p *problems) {
 	out.Chat = in.Chat
 	if out.Chat == "" {
 		out.Chat = ChatOff
@@ -184,26 +148,26 @@ func chatEndpoint(key string, in EndpointFile, out *Endpoint, bad func(key, form
 		for i, m := range chatModes {
 			quoted[i] = fmt.Sprintf("%q", m)
 		}
-		bad(key+".chat", "must be one of %s", strings.Join(quoted, ", "))
+		p.bad(key+".chat", "must be one of %s", strings.Join(quoted, ", "))
 		out.Chat = ChatOff
 	}
 	switch {
 	case out.Chat == ChatExec && len(in.ChatCommand) == 0:
-		bad(key+".chat_command", "required for chat = %q", ChatExec)
+		p.bad(key+".chat_command", "required for chat = %q", ChatExec)
 	case out.Chat == ChatExec:
 		prog := in.ChatCommand[0]
 		st, err := os.Stat(prog)
 		switch {
 		case !filepath.IsAbs(prog):
-			bad(key+".chat_command[0]", "must be an absolute path to an executable file")
+			p.bad(key+".chat_command[0]", "must be an absolute path to an executable file")
 		case err != nil:
-			bad(key+".chat_command[0]", "cannot read: %v", errors.Unwrap(err))
+			p.bad(key+".chat_command[0]", "cannot read: %v", errors.Unwrap(err))
 		case st.IsDir() || st.Mode().Perm()&0o111 == 0:
-			bad(key+".chat_command[0]", "is not an executable file")
+			p.bad(key+".chat_command[0]", "is not an executable file")
 		default:
 			out.ChatCommand = append([]string(nil), in.ChatCommand...)
 		}
 	case in.ChatCommand != nil:
-		bad(key+".chat_command", "only for chat = %q", ChatExec)
+		p.bad(key+".chat_command", "only for chat = %q", ChatExec)
 	}
 }

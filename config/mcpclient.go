@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -16,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"agentgw/internal/ident"
+	"agentgw/internal/loopback"
 	"agentgw/internal/secretfile"
 )
 
@@ -48,30 +48,30 @@ var mcpReservedHeaders = []string{
 // the runtime reads them again at every connection), and the lifecycle
 // and manifest keys. Errors name the key and never a value read from a
 // file, the environment or the URL.
-func mcpEndpoint(key, dir string, in EndpointFile, out *Endpoint, bad func(key, format string, args ...any)) {
+func mcpEndpoint(key, dir string, in EndpointFile, out *Endpoint, p *problems) {
 	m := &MCPEndpoint{}
 	out.MCP = m
 	switch {
 	case in.Command == nil && in.URL == "":
-		bad(key+".command", "required for runtime %q (a stdio server), or set url", RuntimeMCP)
+		p.bad(key+".command", "required for runtime %q (a stdio server), or set url", RuntimeMCP)
 	case in.Command != nil && in.URL != "":
-		bad(key+".url", "set only one of command and url")
+		p.bad(key+".url", "set only one of command and url")
 	case in.Command != nil:
-		mcpCommand(key, dir, in, out, bad)
+		mcpCommand(key, dir, in, out, p)
 	default:
-		m.URL = mcpURL(key, in.URL, in.Insecure, bad)
+		m.URL = mcpURL(key, in.URL, in.Insecure, p)
 	}
 	if in.Dir != "" {
 		out.Dir = resolve(dir, in.Dir)
 		if st, err := os.Stat(out.Dir); err != nil || !st.IsDir() {
-			bad(key+".dir", "must be an existing directory")
+			p.bad(key+".dir", "must be an existing directory")
 		}
 	}
 	stdio := in.Command != nil
 	for k, kv := range in.Env {
 		name, _, ok := strings.Cut(kv, "=")
 		if !ok || !ident.EnvName(name) {
-			bad(fmt.Sprintf("%s.env[%d]", key, k), "must be KEY=value")
+			p.bad(fmt.Sprintf("%s.env[%d]", key, k), "must be KEY=value")
 			continue
 		}
 		out.Env = append(out.Env, kv)
@@ -79,17 +79,17 @@ func mcpEndpoint(key, dir string, in EndpointFile, out *Endpoint, bad func(key, 
 	for _, name := range slices.Sorted(maps.Keys(in.EnvFiles)) {
 		k := key + ".env_files." + name
 		if !ident.EnvName(name) {
-			bad(k, "is not a valid environment variable name")
+			p.bad(k, "is not a valid environment variable name")
 			continue
 		}
 		if m.EnvFiles == nil {
 			m.EnvFiles = map[string]string{}
 		}
-		m.EnvFiles[name] = secretFile(k, dir, in.EnvFiles[name], bad)
+		m.EnvFiles[name] = secretFile(k, dir, in.EnvFiles[name], p)
 	}
 	for k, name := range in.EnvPass {
 		if !ident.EnvName(name) {
-			bad(fmt.Sprintf("%s.env_pass[%d]", key, k), "is not a valid environment variable name")
+			p.bad(fmt.Sprintf("%s.env_pass[%d]", key, k), "is not a valid environment variable name")
 			continue
 		}
 		m.EnvPass = append(m.EnvPass, name)
@@ -100,7 +100,7 @@ func mcpEndpoint(key, dir string, in EndpointFile, out *Endpoint, bad func(key, 
 			set  bool
 		}{{"env", len(in.Env) > 0}, {"env_files", len(in.EnvFiles) > 0}, {"env_pass", len(in.EnvPass) > 0}} {
 			if k.set {
-				bad(key+"."+k.name, "only for a stdio server (command)")
+				p.bad(key+"."+k.name, "only for a stdio server (command)")
 			}
 		}
 	}
@@ -108,19 +108,19 @@ func mcpEndpoint(key, dir string, in EndpointFile, out *Endpoint, bad func(key, 
 		k := key + ".header_files." + h
 		switch {
 		case !ident.HeaderName(h):
-			bad(k, "is not a valid header name")
+			p.bad(k, "is not a valid header name")
 			continue
 		case slices.Contains(mcpReservedHeaders, http.CanonicalHeaderKey(h)):
-			bad(k, "is set by the MCP transport")
+			p.bad(k, "is set by the MCP transport")
 			continue
 		}
 		if m.HeaderFiles == nil {
 			m.HeaderFiles = map[string]string{}
 		}
-		m.HeaderFiles[h] = secretFile(k, dir, in.HeaderFiles[h], bad)
+		m.HeaderFiles[h] = secretFile(k, dir, in.HeaderFiles[h], p)
 	}
 	if len(in.HeaderFiles) > 0 && stdio {
-		bad(key+".header_files", "only for a Streamable HTTP server (url)")
+		p.bad(key+".header_files", "only for a Streamable HTTP server (url)")
 	}
 
 	if in.ColdStartSupported != nil {
@@ -134,35 +134,35 @@ func mcpEndpoint(key, dir string, in EndpointFile, out *Endpoint, bad func(key, 
 		if in.IdleTimeout == idleNever {
 			m.IdleTimeout = -1
 		} else if d, err := time.ParseDuration(in.IdleTimeout); err != nil || d <= 0 {
-			bad(k, "must be a positive duration such as \"10m\", or %q", idleNever)
+			p.bad(k, "must be a positive duration such as \"10m\", or %q", idleNever)
 		} else {
 			m.IdleTimeout = d
 		}
 		if !m.ColdStart || m.KeepWarm {
-			bad(k, "applies only with cold_start_supported = true and keep_warm = false")
+			p.bad(k, "applies only with cold_start_supported = true and keep_warm = false")
 		}
 	}
 
-	m.Name = agentText(key+".name", in.Name, maxAgentName, false, bad)
-	m.Title = agentText(key+".title", in.Title, maxAgentTitle, false, bad)
-	m.Description = agentText(key+".description", in.Description, maxAgentDescription, true, bad)
+	m.Name = agentText(key+".name", in.Name, maxAgentName, false, p)
+	m.Title = agentText(key+".title", in.Title, maxAgentTitle, false, p)
+	m.Description = agentText(key+".description", in.Description, maxAgentDescription, true, p)
 	if in.DefaultTimeout != "" {
-		m.DefaultTimeout = toolTimeout(key+".default_timeout", in.DefaultTimeout, bad)
+		m.DefaultTimeout = toolTimeout(key+".default_timeout", in.DefaultTimeout, p)
 	}
 	if in.MaxTimeout != "" {
-		m.MaxTimeout = toolTimeout(key+".max_timeout", in.MaxTimeout, bad)
+		m.MaxTimeout = toolTimeout(key+".max_timeout", in.MaxTimeout, p)
 	}
 	if m.DefaultTimeout > 0 && m.MaxTimeout > 0 && m.DefaultTimeout > m.MaxTimeout {
-		bad(key+".default_timeout", "must not exceed max_timeout")
+		p.bad(key+".default_timeout", "must not exceed max_timeout")
 	}
 }
 
 // mcpCommand checks the program of a stdio server: a path (relative ones
 // are relative to the configuration's folder) to an executable file, or
 // a name found in the server's own PATH, which is not the gateway's.
-func mcpCommand(key, dir string, in EndpointFile, out *Endpoint, bad func(key, format string, args ...any)) {
+func mcpCommand(key, dir string, in EndpointFile, out *Endpoint, p *problems) {
 	if len(in.Command) == 0 || in.Command[0] == "" {
-		bad(key+".command", "must name a program")
+		p.bad(key+".command", "must name a program")
 		return
 	}
 	cmd := slices.Clone(in.Command)
@@ -170,7 +170,7 @@ func mcpCommand(key, dir string, in EndpointFile, out *Endpoint, bad func(key, f
 	if strings.Contains(prog, "/") {
 		cmd[0] = resolve(dir, prog)
 		if msg := notExecutable(cmd[0]); msg != "" {
-			bad(key+".command[0]", "%s", msg)
+			p.bad(key+".command[0]", "%s", msg)
 			return
 		}
 		out.Command = cmd
@@ -188,7 +188,7 @@ func mcpCommand(key, dir string, in EndpointFile, out *Endpoint, bad func(key, f
 			return
 		}
 	}
-	bad(key+".command[0]", "%s is not in the server's PATH (%s): give a path, or set PATH in env", prog, path)
+	p.bad(key+".command[0]", "%s is not in the server's PATH (%s): give a path, or set PATH in env", prog, path)
 }
 
 // notExecutable says why path is not an executable file, or returns "".
@@ -207,79 +207,70 @@ func notExecutable(path string) string {
 // an error: it might hold a credential. Plain http:// is refused to a host
 // that is not loopback (localhost or a loopback address), since every
 // request carries the header_files secrets, unless insecure is set.
-func mcpURL(key, raw string, insecure bool, bad func(key, format string, args ...any)) string {
+func mcpURL(key, raw string, insecure bool, p *problems) string {
 	k := key + ".url"
 	u, err := url.Parse(raw)
 	switch {
 	case err != nil:
-		bad(k, "is not a valid URL")
+		p.bad(k, "is not a valid URL")
 	case u.Scheme != "http" && u.Scheme != "https":
-		bad(k, "must be an http or https URL")
+		p.bad(k, "must be an http or https URL")
 	case u.User != nil:
-		bad(k, "must not hold userinfo: put credentials in header_files")
+		p.bad(k, "must not hold userinfo: put credentials in header_files")
 	case u.Host == "":
-		bad(k, "has no host")
-	case u.Scheme == "http" && !insecure && !LoopbackHost(u.Hostname()):
-		bad(k, "plain http to a host that is not loopback would send its headers in the clear: use https, or set insecure = true")
+		p.bad(k, "has no host")
+	case u.Scheme == "http" && !insecure && !loopback.Host(u.Hostname()):
+		p.bad(k, "plain http to a host that is not loopback would send its headers in the clear: use https, or set insecure = true")
 	default:
 		return raw
 	}
 	return ""
 }
 
-// LoopbackHost reports whether host is localhost or a loopback address.
-func LoopbackHost(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
 // readableFile resolves a credential file and checks that it can be
 // opened now. Its content is not read here.
-func readableFile(key, dir, p string, bad func(key, format string, args ...any)) string {
-	if p == "" {
-		bad(key, "must name a file")
+func readableFile(key, dir, file string, p *problems) string {
+	if file == "" {
+		p.bad(key, "must name a file")
 		return ""
 	}
-	p = resolve(dir, p)
-	f, err := os.Open(p)
+	path := resolve(dir, file)
+	f, err := os.Open(path)
 	if err != nil {
-		bad(key, "cannot read: %v", errors.Unwrap(err))
-		return p
+		p.bad(key, "cannot read: %v", errors.Unwrap(err))
+		return path
 	}
 	f.Close()
-	return p
+	return path
 }
 
 // secretFile is readableFile for a file that holds a secret: it is also
 // refused if group or others can read or write it (internal/secretfile).
-func secretFile(key, dir, p string, bad func(key, format string, args ...any)) string {
-	p = readableFile(key, dir, p, bad)
-	if p == "" {
+func secretFile(key, dir, file string, p *problems) string {
+	path := readableFile(key, dir, file, p)
+	if path == "" {
 		return ""
 	}
-	if err := secretfile.Check(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		bad(key, "%v", err)
+	if err := secretfile.Check(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		p.bad(key, "%v", err)
 	}
-	return p
+	return path
 }
 
 // agentText checks an agent text field of the imported manifest: at most
 // max characters, no control characters (besides line breaks and tabs
 // where multiline is set).
-func agentText(key, s string, max int, multiline bool, bad func(key, format string, args ...any)) string {
+func agentText(key, s string, max int, multiline bool, p *problems) string {
 	if s == "" {
 		return ""
 	}
 	if !utf8.ValidString(s) || utf8.RuneCountInString(s) > max {
-		bad(key, "must be at most %d characters of UTF-8", max)
+		p.bad(key, "must be at most %d characters of UTF-8", max)
 		return ""
 	}
 	for _, r := range s {
 		if r < 0x20 && !(multiline && (r == '\n' || r == '\t')) || r == 0x7f {
-			bad(key, "must not hold control characters")
+			p.bad(key, "must not hold control characters")
 			return ""
 		}
 	}
@@ -287,10 +278,10 @@ func agentText(key, s string, max int, multiline bool, bad func(key, format stri
 }
 
 // toolTimeout parses a whole number of seconds for an imported tool.
-func toolTimeout(key, s string, bad func(key, format string, args ...any)) time.Duration {
+func toolTimeout(key, s string, p *problems) time.Duration {
 	d, err := time.ParseDuration(s)
 	if err != nil || d < time.Second || d%time.Second != 0 || d > maxToolTimeout {
-		bad(key, "must be a whole number of seconds, at least 1, such as \"5m\"")
+		p.bad(key, "must be a whole number of seconds, at least 1, such as \"5m\"")
 		return 0
 	}
 	return d

@@ -40,7 +40,7 @@ func defaultQuotas() Quotas {
 }
 
 // build validates the table: every quota is 0 (none) or positive.
-func (q Quotas) build(bad func(key, format string, args ...any)) Quotas {
+func (q Quotas) build(p *problems) Quotas {
 	for _, k := range []struct {
 		name string
 		v    int64
@@ -52,7 +52,7 @@ func (q Quotas) build(bad func(key, format string, args ...any)) Quotas {
 		{"subscriptions_total", int64(q.SubscriptionsTotal)},
 	} {
 		if k.v < 0 {
-			bad("quotas."+k.name, "must be 0 (no quota) or a positive integer")
+			p.bad("quotas."+k.name, "must be 0 (no quota) or a positive integer")
 		}
 	}
 	return q

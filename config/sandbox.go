@@ -46,9 +46,9 @@ type RuntimeFile struct {
 
 func runtimeDefaults() RuntimeFile { return RuntimeFile{Sandbox: SandboxBestEffort} }
 
-func (r RuntimeFile) build(bad func(key, format string, args ...any)) string {
+func (r RuntimeFile) build(p *problems) string {
 	if !slices.Contains(sandboxModes, r.Sandbox) {
-		bad("runtime.sandbox", "must be one of %q, %q or %q", SandboxRequired, SandboxBestEffort, SandboxOff)
+		p.bad("runtime.sandbox", "must be one of %q, %q or %q", SandboxRequired, SandboxBestEffort, SandboxOff)
 	}
 	return r.Sandbox
 }
@@ -91,22 +91,22 @@ type EndpointSandbox struct {
 // sandboxEndpoint validates the sandbox keys: they apply to an endpoint
 // that starts children (runtime "exec", "mcp" with a command, or
 // chat = "exec").
-func sandboxEndpoint(key, dir string, in EndpointFile, out *Endpoint, bad func(key, format string, args ...any)) {
+func sandboxEndpoint(key, dir string, in EndpointFile, out *Endpoint, p *problems) {
 	s := in.EndpointSandboxFile
 	children := in.Runtime == RuntimeExec || in.Runtime == RuntimeMCP && len(in.Command) > 0 || in.Chat == ChatExec
 	if s.set() && !children {
-		bad(key+".sandbox_read", "sandbox keys are only for an endpoint that runs a program (runtime \"exec\", runtime \"mcp\" with command, or chat = \"exec\")")
+		p.bad(key+".sandbox_read", "sandbox keys are only for an endpoint that runs a program (runtime \"exec\", runtime \"mcp\" with command, or chat = \"exec\")")
 		return
 	}
 	o := EndpointSandbox{Network: s.SandboxNetwork == nil || *s.SandboxNetwork}
 	paths := func(name string, in []string) []string {
 		var ps []string
-		for i, p := range in {
-			if p == "" || strings.ContainsRune(p, 0) {
-				bad(fmt.Sprintf("%s.%s[%d]", key, name, i), "must be a path")
+		for i, path := range in {
+			if path == "" || strings.ContainsRune(path, 0) {
+				p.bad(fmt.Sprintf("%s.%s[%d]", key, name, i), "must be a path")
 				continue
 			}
-			ps = append(ps, filepath.Clean(resolve(dir, p)))
+			ps = append(ps, filepath.Clean(resolve(dir, path)))
 		}
 		return ps
 	}
@@ -119,7 +119,7 @@ func sandboxEndpoint(key, dir string, in EndpointFile, out *Endpoint, bad func(k
 		case v == -1:
 			return 0
 		case v < -1 || v > max:
-			bad(key+"."+name, "must be between 1 and %d, or -1 for no limit", max)
+			p.bad(key+"."+name, "must be between 1 and %d, or -1 for no limit", max)
 			return 0
 		}
 		return uint64(v * unit)

@@ -531,7 +531,7 @@ func TestRateLimit(t *testing.T) {
 // that carries them shows the component secret.
 func TestOptionsHideSecret(t *testing.T) {
 	const sec = "do-not-print-me"
-	o := gateway.Options{Domain: jid.MustParse(domain), Server: "127.0.0.1:5347", Secret: []byte(sec)}
+	o := gateway.Options{Stream: gateway.Stream{Domain: jid.MustParse(domain), Server: "127.0.0.1:5347", Secret: []byte(sec)}}
 	var b strings.Builder
 	slog.New(slog.NewTextHandler(&b, nil)).Info("start", "gateway", o)
 	slog.New(slog.NewJSONHandler(&b, nil)).Info("start", "gateway", o)

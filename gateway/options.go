@@ -13,9 +13,25 @@ import (
 // Options is what the gateway reads of the configuration: the component
 // stream, the directory's answers, the rate limits and quotas it enforces,
 // the policy it starts with, and which endpoints a call wakes. The
-// composition root (package app) builds it from the loaded configuration;
+// composition root (package app) makes Stream, Service and Quotas from
+// the validated [component], [gateway] and [quotas] tables by conversion;
 // nothing here changes after New except the policy (SetPolicy).
 type Options struct {
+	Stream
+	Service
+	Quotas
+	// DebugXML traces the stream's XML to the log (log.debug_xml).
+	DebugXML bool
+	// Policy is the policy in force at start.
+	Policy *policy.Policy
+	// ColdStart holds the endpoints (normalized bare JIDs) whose stopped
+	// runtime a call starts: they advertise cold_start_supported 1. It is
+	// read only.
+	ColdStart map[string]bool
+}
+
+// Stream is the component stream, as the [component] table sets it.
+type Stream struct {
 	// Domain is the component's JID (component.domain), Server the
 	// host:port of the XMPP server, and Secret the XEP-0114 handshake
 	// secret, which String and LogValue leave out.
@@ -37,9 +53,11 @@ type Options struct {
 	PingInterval time.Duration
 	PingTimeout  time.Duration
 	ReconnectMax time.Duration
-	// DebugXML traces the stream's XML to the log.
-	DebugXML bool
+}
 
+// Service is what the gateway advertises and allows, as the [gateway]
+// table sets it.
+type Service struct {
 	// Name is the gateway's disco identity name, PageMax the RSM page cap,
 	// and RequestReplaySeconds the advertised request_replay_seconds.
 	Name                 string
@@ -52,27 +70,31 @@ type Options struct {
 	RateBurst       int
 	DomainRateLimit float64
 	DomainRateBurst int
-	// VersionsPerRegistrant, SubscriptionsPerEndpoint and
-	// SubscriptionsTotal are the [quotas] the gateway enforces itself; 0
-	// disables one.
+}
+
+// Quotas are the [quotas] table. The gateway enforces
+// VersionsPerRegistrant, SubscriptionsPerEndpoint and SubscriptionsTotal
+// itself (0 disables one); the task service the other two.
+type Quotas struct {
+	FinishedTasksPerCaller   int
+	StoredBytesPerCaller     int64
 	VersionsPerRegistrant    int
 	SubscriptionsPerEndpoint int
 	SubscriptionsTotal       int
-
-	// Policy is the policy in force at start.
-	Policy *policy.Policy
-	// ColdStart holds the endpoints (normalized bare JIDs) whose stopped
-	// runtime a call starts: they advertise cold_start_supported 1. It is
-	// read only.
-	ColdStart map[string]bool
 }
 
 // String describes the options for logs without the secret.
-func (o Options) String() string {
-	return "domain=" + o.Domain.String() + " server=" + o.Server + " tls=" + strconv.FormatBool(o.TLS)
+func (o Options) String() string { return o.Stream.String() }
+
+// LogValue is String, so that no log/slog handler prints the secret.
+func (o Options) LogValue() slog.Value { return o.Stream.LogValue() }
+
+// String describes the stream for logs without the secret.
+func (s Stream) String() string {
+	return "domain=" + s.Domain.String() + " server=" + s.Server + " tls=" + strconv.FormatBool(s.TLS)
 }
 
 // LogValue is String, so that no log/slog handler prints the secret.
-func (o Options) LogValue() slog.Value {
-	return slog.StringValue(o.String())
+func (s Stream) LogValue() slog.Value {
+	return slog.StringValue(s.String())
 }

@@ -11,7 +11,7 @@ import (
 	"sync"
 
 	"agentgw/agentclient"
-	"agentgw/mcpface/scope"
+	"agentgw/scope"
 	"agentgw/wire"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"

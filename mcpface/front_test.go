@@ -10,7 +10,7 @@ import (
 
 	"agentgw/mcpface"
 	"agentgw/mcpface/layer"
-	"agentgw/mcpface/scope"
+	"agentgw/scope"
 )
 
 const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`

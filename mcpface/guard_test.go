@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"agentgw/mcpface"
-	"agentgw/mcpface/scope"
+	"agentgw/scope"
 )
 
 func post(t *testing.T, url, body string, header map[string]string) *http.Response {

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"agentgw/mcpface"
-	"agentgw/mcpface/scope"
+	"agentgw/scope"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"mellium.im/xmpp/jid"

@@ -11,7 +11,7 @@ import (
 
 	"agentgw/agentclient"
 	"agentgw/manifest"
-	"agentgw/mcpface/scope"
+	"agentgw/scope"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"agentgw/mcpface"
-	"agentgw/mcpface/scope"
+	"agentgw/scope"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"

@@ -24,7 +24,7 @@ import (
 	"time"
 
 	"agentgw/mcpface/layer"
-	"agentgw/mcpface/scope"
+	"agentgw/scope"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )

@@ -11,7 +11,7 @@ import (
 	"sync"
 
 	"agentgw/mcpface/layer"
-	"agentgw/mcpface/scope"
+	"agentgw/scope"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"

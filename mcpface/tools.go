@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"agentgw/mcpface/scope"
+	"agentgw/scope"
 	"agentgw/wire"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"

@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"agentgw/config"
 	"agentgw/db"
 	"agentgw/runtime/mcpclient"
 )
@@ -61,24 +60,24 @@ type Endpoint struct {
 	closed   bool
 }
 
-// NewEndpoint builds the runtime of ep (runtime "mcp"). The endpoint
+// NewEndpoint builds the runtime of the endpoint jid (runtime "mcp") from
+// o, the runtime options app makes of its [[endpoint]]. The endpoint
 // counts as down until its server is up. A server kept warm is started at
 // once. The tool list is imported by Sync, by Resync, and in the
 // background whenever the server comes up or announces
 // notifications/tools/list_changed. An error means the runtime refused
 // its options; it names the option, never a value.
-func NewEndpoint(store *db.Store, ep config.Endpoint, opts EndpointOptions) (*Endpoint, error) {
+func NewEndpoint(store *db.Store, jid string, o mcpclient.Options, opts EndpointOptions) (*Endpoint, error) {
 	ctx, cancel := context.WithCancel(context.Background())
-	e := &Endpoint{jid: ep.JID, store: store, avail: opts.Availability, log: opts.Log, ctx: ctx, cancel: cancel,
+	e := &Endpoint{jid: jid, store: store, avail: opts.Availability, log: opts.Log, ctx: ctx, cancel: cancel,
 		ready: make(chan struct{})}
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
 	}
-	e.log = e.log.With("endpoint", ep.JID)
+	e.log = e.log.With("endpoint", jid)
 	if e.avail != nil {
 		e.avail.MarkDown(e.jid)
 	}
-	o := Options(ep)
 	o.OnStatus = e.onStatus
 	o.OnToolsChanged = e.Resync
 	if opts.Adjust != nil {

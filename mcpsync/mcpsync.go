@@ -22,10 +22,8 @@ package mcpsync
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"agentgw/api"
-	"agentgw/config"
 	"agentgw/db"
 	"agentgw/manifest"
 	"agentgw/runtime/mcpclient"
@@ -89,22 +87,4 @@ func Sync(ctx context.Context, store *db.Store, imp Importer, jid string) (*Resu
 		JID: m.JID, Version: m.Version, Hash: m.Hash, Tools: in.Tools,
 		Skipped: in.Skipped, Notes: in.Notes, ImportOutcome: out,
 	}, nil
-}
-
-// Options returns the runtime options of an [[endpoint]] with runtime
-// "mcp": the config.Endpoint keys, one for one (the table in
-// docs/mcp.md).
-func Options(ep config.Endpoint) mcpclient.Options {
-	o := mcpclient.Options{Command: ep.Command, Dir: ep.Dir, Env: ep.Env}
-	m := ep.MCP
-	if m == nil {
-		return o
-	}
-	o.URL = m.URL
-	o.EnvFiles, o.EnvPass, o.HeaderFiles = m.EnvFiles, m.EnvPass, m.HeaderFiles
-	o.ColdStart, o.KeepWarm, o.IdleTimeout = m.ColdStart, m.KeepWarm, m.IdleTimeout
-	o.AgentName, o.AgentTitle, o.AgentDescription = m.Name, m.Title, m.Description
-	o.DefaultTimeoutSeconds = int(m.DefaultTimeout / time.Second)
-	o.MaximumTimeoutSeconds = int(m.MaxTimeout / time.Second)
-	return o
 }

@@ -13,7 +13,6 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"agentgw/config"
 	"agentgw/db"
 	"agentgw/internal/testwait"
 	"agentgw/mcpsync"
@@ -177,23 +176,6 @@ func TestSyncUnreachableChangesNothing(t *testing.T) {
 	}
 }
 
-func TestOptions(t *testing.T) {
-	ep := config.Endpoint{
-		JID: endpoint, Runtime: config.RuntimeMCP, Command: []string{"/bin/server", "-x"}, Dir: "/srv", Env: []string{"A=b"},
-		MCP: &config.MCPEndpoint{
-			EnvFiles: map[string]string{"K": "/k"}, EnvPass: []string{"P"},
-			ColdStart: true, KeepWarm: true, IdleTimeout: time.Minute,
-			Name: "n", Title: "t", Description: "d", DefaultTimeout: 30 * time.Second, MaxTimeout: time.Hour,
-		},
-	}
-	o := mcpsync.Options(ep)
-	if strings.Join(o.Command, " ") != "/bin/server -x" || o.Dir != "/srv" || o.Env[0] != "A=b" || o.EnvFiles["K"] != "/k" ||
-		o.EnvPass[0] != "P" || !o.ColdStart || !o.KeepWarm || o.IdleTimeout != time.Minute || o.AgentName != "n" ||
-		o.AgentTitle != "t" || o.AgentDescription != "d" || o.DefaultTimeoutSeconds != 30 || o.MaximumTimeoutSeconds != 3600 {
-		t.Errorf("options %+v", o)
-	}
-}
-
 // availability records what an Endpoint reports.
 type availability struct {
 	mu      sync.Mutex
@@ -231,8 +213,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // newEndpoint hosts the fixture server as an mcp endpoint kept warm.
 func newEndpoint(t *testing.T, store *db.Store, srv *server, avail *availability) *mcpsync.Endpoint {
 	t.Helper()
-	ep := config.Endpoint{JID: endpoint, Runtime: config.RuntimeMCP, MCP: &config.MCPEndpoint{}}
-	e, err := mcpsync.NewEndpoint(store, ep, mcpsync.EndpointOptions{
+	e, err := mcpsync.NewEndpoint(store, endpoint, mcpclient.Options{}, mcpsync.EndpointOptions{
 		Availability: avail,
 		Adjust: func(o *mcpclient.Options) {
 			o.Dial = srv.dial

@@ -13,7 +13,7 @@ import (
 	"slices"
 	"strings"
 
-	"agentgw/mcpface/scope"
+	"agentgw/scope"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"

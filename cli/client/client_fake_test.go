@@ -1,4 +1,4 @@
-package cli_test
+package client_test
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"agentgw/api"
-	"agentgw/cli"
+	"agentgw/cli/client"
 	"agentgw/directory"
 	"agentgw/manifest"
 	"agentgw/runtime"
@@ -77,8 +77,8 @@ func newFakeTarget(t *testing.T) *fakeTarget {
 }
 
 // dial returns a login for user; every login gets a new resource.
-func (f *fakeTarget) dial(user string) func(ctx context.Context) (cli.Conn, error) {
-	return func(context.Context) (cli.Conn, error) {
+func (f *fakeTarget) dial(user string) func(ctx context.Context) (client.Conn, error) {
+	return func(context.Context) (client.Conn, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.nextConn++
@@ -487,13 +487,13 @@ func (f *fakeTarget) schema(el wire.Element) (xml.TokenReader, error) {
 // runClient runs `agentgw client -jid user ARGS` against f.
 func (f *fakeTarget) runClient(user string, args ...string) (stdout, stderr string, err error) {
 	var out, errb strings.Builder
-	err = f.runClientIO(user, cli.ClientIO{Stdout: &out, Stderr: &errb}, args...)
+	err = f.runClientIO(user, client.ClientIO{Stdout: &out, Stderr: &errb}, args...)
 	return out.String(), errb.String(), err
 }
 
-func (f *fakeTarget) runClientIO(user string, cio cli.ClientIO, args ...string) error {
+func (f *fakeTarget) runClientIO(user string, cio client.ClientIO, args ...string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cio.Dial = f.dial(user)
-	return cli.RunClient(ctx, append([]string{"-jid", user}, args...), cio)
+	return client.RunClient(ctx, append([]string{"-jid", user}, args...), cio)
 }

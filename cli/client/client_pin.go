@@ -1,4 +1,4 @@
-package cli
+package client
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"agentgw/agentclient"
+	"agentgw/cli/cmdline"
 	"agentgw/manifest"
 	"agentgw/task"
 	"agentgw/wire"
@@ -33,7 +34,7 @@ func pinOutOfBand(endpoint jid.JID, toolName, version, hashB64, manifestFile str
 	if hashB64 != "" {
 		d, err := wire.ParseHashBase64(hashB64)
 		if err != nil {
-			return nil, fmt.Errorf("%w: client call: -hash must be the Base64 SHA-256 manifest hash", errUsage)
+			return nil, fmt.Errorf("%w: client call: -hash must be the Base64 SHA-256 manifest hash", cmdline.ErrUsage)
 		}
 		hash = d
 	}

@@ -1,4 +1,4 @@
-package cli
+package client
 
 import (
 	"context"
@@ -33,6 +33,3 @@ func RunClient(ctx context.Context, args []string, cio ClientIO) error {
 		dial: func(ctx context.Context) (conn, error) { return cio.Dial(ctx) },
 	})
 }
-
-// ReadPassword is readPassword, for the tests.
-var ReadPassword = readPassword

@@ -1,7 +1,8 @@
 // Package scope names the OAuth scopes of the "XMPP MCP Server" interface
 // (the seed text in docs/mcp-server.md): one scope per operation. It has no
-// dependencies, so that both config (which checks [[mcp.token]] scopes) and
-// mcpface (which enforces them) can use it.
+// dependencies and sits on the ground floor, so that both config (which
+// checks the scopes of [[mcp.token]] and [[chat.token]]) and mcpface
+// (which enforces them) can use it.
 package scope
 
 import "slices"

@@ -1,4 +1,4 @@
-package cli
+package client
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"agentgw/chat"
+	"agentgw/cli/cmdline"
 	"agentgw/wire"
 
 	"mellium.im/xmpp/jid"
@@ -27,7 +28,7 @@ const (
 // parseChat parses `client chat ENDPOINT TEXT…`.
 func parseChat(rest []string) (clientRun, error) {
 	if len(rest) < 2 {
-		return nil, fmt.Errorf("%w: client chat ENDPOINT TEXT", errUsage)
+		return nil, fmt.Errorf("%w: client chat ENDPOINT TEXT", cmdline.ErrUsage)
 	}
 	ep, err := endpointArg(rest[0])
 	if err != nil {

@@ -1,4 +1,4 @@
-package cli
+package client
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 
 	"agentgw/agentclient"
+	"agentgw/cli/cmdline"
 
 	"mellium.im/xmpp/jid"
 )
@@ -21,7 +22,7 @@ type searchListing struct {
 func parseSearch(args []string) (clientRun, error) {
 	fs := flag.NewFlagSet("client search", flag.ContinueOnError)
 	gateway := fs.String("gateway", "", "the gateway JID (default: the first agent gateway on the account's server)")
-	pos, err := parse(fs, args, 0, 1)
+	pos, err := cmdline.Parse(fs, args, 0, 1)
 	if err != nil {
 		return nil, err
 	}

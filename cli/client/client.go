@@ -1,9 +1,8 @@
-package cli
+package client
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -14,8 +13,8 @@ import (
 
 	"agentgw/agentclient"
 	"agentgw/c2s"
+	"agentgw/cli/cmdline"
 	"agentgw/directory"
-	"agentgw/internal/secretfile"
 
 	"mellium.im/xmpp/jid"
 )
@@ -63,20 +62,9 @@ type clientIO struct {
 	self string
 }
 
-func runClient(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	interactive := isTerminal(os.Stdin) && isTerminal(os.Stdout)
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	interactive := cmdline.IsTerminal(os.Stdin) && cmdline.IsTerminal(os.Stdout)
 	return runClientIO(ctx, args, clientIO{stdout: stdout, stderr: stderr, stdin: os.Stdin, interactive: interactive, self: os.Args[0]})
-}
-
-// isTerminal reports whether f looks like a terminal: a character device
-// other than the null device (what a detached or scripted run has).
-func isTerminal(f *os.File) bool {
-	st, err := f.Stat()
-	if err != nil || st.Mode()&os.ModeCharDevice == 0 {
-		return false
-	}
-	null, err := os.Stat(os.DevNull)
-	return err != nil || !os.SameFile(st, null)
 }
 
 func runClientIO(ctx context.Context, args []string, cio clientIO) error {
@@ -88,11 +76,11 @@ func runClientIO(ctx context.Context, args []string, cio clientIO) error {
 	asJSON := fs.Bool("json", false, "machine-readable output: one JSON object per line")
 	traceFile := fs.String("trace", "", "append every stanza received to FILE, one JSON object per line (debugging)")
 	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("%w: client: %v", errUsage, err)
+		return fmt.Errorf("%w: client: %v", cmdline.ErrUsage, err)
 	}
 	rest := fs.Args()
 	if *user == "" || len(rest) == 0 {
-		return fmt.Errorf("%w: %s", errUsage, clientUsage)
+		return fmt.Errorf("%w: %s", cmdline.ErrUsage, clientUsage)
 	}
 	j, err := jid.Parse(*user)
 	if err != nil || j.Localpart() == "" {
@@ -104,7 +92,7 @@ func runClientIO(ctx context.Context, args []string, cio clientIO) error {
 	}
 	dial := cio.dial
 	if dial == nil {
-		password, err := readPassword(*pwFile)
+		password, err := cmdline.ReadPassword(*pwFile)
 		if err != nil {
 			return err
 		}
@@ -129,7 +117,7 @@ func runClientIO(ctx context.Context, args []string, cio clientIO) error {
 		defer f.Close()
 		s.trace = f
 	}
-	lctx, cancel := context.WithTimeout(ctx, loginTimeout)
+	lctx, cancel := context.WithTimeout(ctx, cmdline.LoginTimeout)
 	s.c, err = dial(lctx)
 	cancel()
 	if err != nil {
@@ -153,7 +141,7 @@ func clientCommand(args []string) (clientRun, error) {
 	switch name {
 	case "discover":
 		if len(rest) > 1 {
-			return nil, fmt.Errorf("%w: client discover [GATEWAY]", errUsage)
+			return nil, fmt.Errorf("%w: client discover [GATEWAY]", cmdline.ErrUsage)
 		}
 		return func(ctx context.Context, cmd *clientCmd, user jid.JID) error {
 			if len(rest) == 1 {
@@ -163,14 +151,14 @@ func clientCommand(args []string) (clientRun, error) {
 		}, nil
 	case "describe":
 		if len(rest) != 1 {
-			return nil, fmt.Errorf("%w: client describe ENDPOINT", errUsage)
+			return nil, fmt.Errorf("%w: client describe ENDPOINT", cmdline.ErrUsage)
 		}
 		return func(ctx context.Context, cmd *clientCmd, _ jid.JID) error { return cmd.describe(ctx, rest[0]) }, nil
 	case "search":
 		return parseSearch(rest)
 	case "tools":
 		if len(rest) != 1 {
-			return nil, fmt.Errorf("%w: client tools ENDPOINT", errUsage)
+			return nil, fmt.Errorf("%w: client tools ENDPOINT", cmdline.ErrUsage)
 		}
 		return func(ctx context.Context, cmd *clientCmd, _ jid.JID) error { return cmd.tools(ctx, rest[0]) }, nil
 	case "call":
@@ -179,7 +167,7 @@ func clientCommand(args []string) (clientRun, error) {
 		return parseChat(rest)
 	case "state", "result":
 		if len(rest) != 2 {
-			return nil, fmt.Errorf("%w: client %s ENDPOINT TASK-ID", errUsage, name)
+			return nil, fmt.Errorf("%w: client %s ENDPOINT TASK-ID", cmdline.ErrUsage, name)
 		}
 		ep, err := endpointArg(rest[0])
 		if err != nil {
@@ -194,16 +182,16 @@ func clientCommand(args []string) (clientRun, error) {
 	case "input":
 		return parseInput(rest)
 	}
-	return nil, fmt.Errorf("%w: unknown client command %q", errUsage, name)
+	return nil, fmt.Errorf("%w: unknown client command %q", cmdline.ErrUsage, name)
 }
 
 // endpointArg checks an endpoint argument: a bare JID with a localpart.
-// A bad one is a usage error whose message says it all (errBadArg): the
+// A bad one is a usage error whose message says it all (cmdline.ErrBadArg): the
 // usage text would bury it.
 func endpointArg(s string) (jid.JID, error) {
 	j, err := jid.Parse(s)
 	if err != nil || j.Localpart() == "" || j.Resourcepart() != "" {
-		return jid.JID{}, fmt.Errorf("%w: client: %q is not an endpoint (a bare JID such as demo@agents.example)", errBadArg, s)
+		return jid.JID{}, fmt.Errorf("%w: client: %q is not an endpoint (a bare JID such as demo@agents.example)", cmdline.ErrBadArg, s)
 	}
 	return j, nil
 }
@@ -240,24 +228,6 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
-// readPassword takes the password from a file or from AGENTGW_PASSWORD;
-// never from the command line, where other users could read it.
-func readPassword(file string) (string, error) {
-	if file != "" {
-		// A password file that group or others can read or write is refused.
-		b, err := secretfile.Read(file, 4096)
-		if err != nil {
-			return "", fmt.Errorf("client: password file: %w", err)
-		}
-		pw, _, _ := strings.Cut(string(b), "\n")
-		return strings.TrimRight(pw, "\r"), nil
-	}
-	if pw := os.Getenv("AGENTGW_PASSWORD"); pw != "" {
-		return pw, nil
-	}
-	return "", errors.New("client: no password: use -password-file or set AGENTGW_PASSWORD")
 }
 
 // emit writes one JSON object on its own line (-json output).

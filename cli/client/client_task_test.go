@@ -1,4 +1,4 @@
-package cli_test
+package client_test
 
 import (
 	"bufio"
@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"agentgw/cli"
+	"agentgw/cli/client"
 	"agentgw/runtime"
 	"agentgw/task"
 )
@@ -292,7 +292,7 @@ func TestInputFromAnotherResource(t *testing.T) {
 	var out, errs syncBuffer
 	done := make(chan error, 1)
 	go func() {
-		done <- f.runClientIO(userJID, cli.ClientIO{Stdout: &out, Stderr: &errs, Self: "demo/agent gw"},
+		done <- f.runClientIO(userJID, client.ClientIO{Stdout: &out, Stderr: &errs, Self: "demo/agent gw"},
 			"-password-file", "demo/bob.password", "call", demoJID, "ask", `{"question":"Your name?"}`)
 	}()
 	tk := f.waitTask(task.StateInputRequired)
@@ -339,7 +339,7 @@ func TestInputPrompt(t *testing.T) {
 	// A JSON object of the wrong shape is refused with what is expected;
 	// plain text answers the schema's one string property.
 	stdin := strings.NewReader("{\"answer\":7}\nseven\n")
-	err := f.runClientIO(userJID, cli.ClientIO{Stdout: &out, Stderr: &errs, Stdin: stdin, Interactive: true},
+	err := f.runClientIO(userJID, client.ClientIO{Stdout: &out, Stderr: &errs, Stdin: stdin, Interactive: true},
 		"call", demoJID, "ask", `{"question":"How many?"}`)
 	if err != nil {
 		t.Fatalf("call: %v\n%s%s", err, out.String(), errs.String())
@@ -376,7 +376,7 @@ func TestCancelFromAnotherResource(t *testing.T) {
 	var out, errs syncBuffer
 	done := make(chan error, 1)
 	go func() {
-		done <- f.runClientIO(userJID, cli.ClientIO{Stdout: &out, Stderr: &errs}, "call", demoJID, "count", `{"to":100,"interval_ms":1000}`)
+		done <- f.runClientIO(userJID, client.ClientIO{Stdout: &out, Stderr: &errs}, "call", demoJID, "count", `{"to":100,"interval_ms":1000}`)
 	}()
 	tk := f.waitTask(task.StateRunning)
 	co, _, err := f.runClient(userJID, "cancel", "-reason", "enough", demoJID, tk.ID)
@@ -485,24 +485,6 @@ func TestToolsCommand(t *testing.T) {
 	count := tools[1].(map[string]any)
 	if count["name"] != "count" || fmt.Sprint(count["features"]) != "[urn:xmpp:agent-task:0#progress urn:xmpp:agent-task:0#cancel]" {
 		t.Fatalf("count: %v", count)
-	}
-}
-
-func TestClientUsage(t *testing.T) {
-	for _, args := range [][]string{
-		{"client", "-jid", userJID, "call", demoJID, "echo"},
-		{"client", "-jid", userJID, "call", "-request-id", "short", demoJID, "echo", "{}"},
-		{"client", "-jid", userJID, "call", "-version", "1.0", demoJID, "echo", "{}"},
-		{"client", "-jid", userJID, "call", "-deadline", "soon", demoJID, "echo", "{}"},
-		{"client", "-jid", userJID, "call", "not-a-jid/res", "echo", "{}"},
-		{"client", "-jid", userJID, "state", demoJID},
-		{"client", "-jid", userJID, "cancel", "-revision", "-1", demoJID, "task-0123456789abcdef0123456789abcdef"},
-		{"client", "-jid", userJID, "input", demoJID, "task-0123456789abcdef0123456789abcdef", "short", "{}"},
-		{"client", "-jid", userJID, "frobnicate"},
-	} {
-		if code, _, _ := run(t, args...); code != 2 {
-			t.Errorf("%q: exit code %d, want 2", args, code)
-		}
 	}
 }
 

@@ -1,4 +1,4 @@
-package cli
+package client
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"agentgw/agentclient"
+	"agentgw/cli/cmdline"
 	"agentgw/manifest"
 	"agentgw/task"
 
@@ -54,7 +55,7 @@ func parseCall(args []string) (clientRun, error) {
 	fs.BoolVar(&o.detach, "detach", false, "return once the task is accepted, without following it")
 	fs.DurationVar(&o.wait, "wait", defaultWait, "how long to follow the task (0: until it settles)")
 	fs.DurationVar(&o.poll, "poll", defaultPoll, "ask for the task state after this long without an event")
-	pos, err := parse(fs, args, 3, 3)
+	pos, err := cmdline.Parse(fs, args, 3, 3)
 	if err != nil {
 		return nil, err
 	}
@@ -63,19 +64,19 @@ func parseCall(args []string) (clientRun, error) {
 	}
 	o.tool, o.args = pos[1], pos[2]
 	if !manifest.ValidToolName(o.tool) {
-		return nil, fmt.Errorf("%w: client call: %q is not a valid tool name", errUsage, o.tool)
+		return nil, fmt.Errorf("%w: client call: %q is not a valid tool name", cmdline.ErrUsage, o.tool)
 	}
 	if o.manifest == "" && (o.version == "") != (o.hash == "") {
-		return nil, fmt.Errorf("%w: client call: -version and -hash go together (or use -manifest)", errUsage)
+		return nil, fmt.Errorf("%w: client call: -version and -hash go together (or use -manifest)", cmdline.ErrUsage)
 	}
 	if o.version != "" && !manifest.ValidVersion(o.version) {
-		return nil, fmt.Errorf("%w: client call: -version %q is not a valid API version", errUsage, o.version)
+		return nil, fmt.Errorf("%w: client call: -version %q is not a valid API version", cmdline.ErrUsage, o.version)
 	}
 	if o.requestID != "" && !task.ValidID(o.requestID) {
-		return nil, fmt.Errorf("%w: client call: -request-id must be 22 to 128 characters of [A-Za-z0-9._~-]", errUsage)
+		return nil, fmt.Errorf("%w: client call: -request-id must be 22 to 128 characters of [A-Za-z0-9._~-]", cmdline.ErrUsage)
 	}
 	if o.poll <= 0 || o.wait < 0 {
-		return nil, fmt.Errorf("%w: client call: -poll must be positive and -wait not negative", errUsage)
+		return nil, fmt.Errorf("%w: client call: -poll must be positive and -wait not negative", cmdline.ErrUsage)
 	}
 	if _, err := parseDeadline(o.deadline, time.Now()); err != nil {
 		return nil, err
@@ -91,13 +92,13 @@ func parseDeadline(s string, now time.Time) (task.Instant, error) {
 	}
 	if d, err := time.ParseDuration(s); err == nil {
 		if d <= 0 {
-			return task.Instant{}, fmt.Errorf("%w: client call: -deadline must be in the future", errUsage)
+			return task.Instant{}, fmt.Errorf("%w: client call: -deadline must be in the future", cmdline.ErrUsage)
 		}
 		return task.InstantOf(now.Add(d).UTC().Truncate(time.Second)), nil
 	}
 	in, err := task.ParseDateTime(s)
 	if err != nil {
-		return task.Instant{}, fmt.Errorf("%w: client call: -deadline %q is neither a duration nor an XEP-0082 date-time", errUsage, s)
+		return task.Instant{}, fmt.Errorf("%w: client call: -deadline %q is neither a duration nor an XEP-0082 date-time", cmdline.ErrUsage, s)
 	}
 	return in, nil
 }
@@ -187,7 +188,7 @@ func outcome(r task.TaskResult) error {
 
 func (cmd *clientCmd) stateCmd(ctx context.Context, endpoint jid.JID, taskID string) error {
 	if !task.ValidID(taskID) {
-		return fmt.Errorf("%w: client state: %q is not a task ID", errUsage, taskID)
+		return fmt.Errorf("%w: client state: %q is not a task ID", cmdline.ErrUsage, taskID)
 	}
 	st, err := cmd.ac.TaskState(ctx, endpoint, taskID)
 	if err != nil {
@@ -199,7 +200,7 @@ func (cmd *clientCmd) stateCmd(ctx context.Context, endpoint jid.JID, taskID str
 
 func (cmd *clientCmd) resultCmd(ctx context.Context, endpoint jid.JID, taskID string) error {
 	if !task.ValidID(taskID) {
-		return fmt.Errorf("%w: client result: %q is not a task ID", errUsage, taskID)
+		return fmt.Errorf("%w: client result: %q is not a task ID", cmdline.ErrUsage, taskID)
 	}
 	r, err := cmd.ac.TaskResult(ctx, endpoint, taskID)
 	if agentclient.Condition(err) == stanza.UnexpectedRequest {
@@ -235,7 +236,7 @@ func parseCancel(args []string) (clientRun, error) {
 	fs.Var(&rev, "revision", "expected revision (default: the current one, from the task state)")
 	reason, hasReason := "", false
 	fs.Func("reason", "reason given to the target", func(s string) error { reason, hasReason = s, true; return nil })
-	pos, err := parse(fs, args, 2, 2)
+	pos, err := cmdline.Parse(fs, args, 2, 2)
 	if err != nil {
 		return nil, err
 	}
@@ -244,7 +245,7 @@ func parseCancel(args []string) (clientRun, error) {
 		return nil, err
 	}
 	if !task.ValidID(pos[1]) {
-		return nil, fmt.Errorf("%w: client cancel: %q is not a task ID", errUsage, pos[1])
+		return nil, fmt.Errorf("%w: client cancel: %q is not a task ID", cmdline.ErrUsage, pos[1])
 	}
 	return func(ctx context.Context, cmd *clientCmd, _ jid.JID) error {
 		return cmd.cancel(ctx, ep, task.Cancel{TaskID: pos[1], HasReason: hasReason, Reason: reason}, rev)
@@ -274,7 +275,7 @@ func parseInput(args []string) (clientRun, error) {
 	fs := flag.NewFlagSet("client input", flag.ContinueOnError)
 	var rev revisionFlag
 	fs.Var(&rev, "revision", "expected revision (default: the current one, from the task state)")
-	pos, err := parse(fs, args, 4, 4)
+	pos, err := cmdline.Parse(fs, args, 4, 4)
 	if err != nil {
 		return nil, err
 	}
@@ -283,7 +284,7 @@ func parseInput(args []string) (clientRun, error) {
 		return nil, err
 	}
 	if !task.ValidID(pos[1]) || !task.ValidID(pos[2]) {
-		return nil, fmt.Errorf("%w: client input: task and request IDs are 22 to 128 characters of [A-Za-z0-9._~-]", errUsage)
+		return nil, fmt.Errorf("%w: client input: task and request IDs are 22 to 128 characters of [A-Za-z0-9._~-]", cmdline.ErrUsage)
 	}
 	return func(ctx context.Context, cmd *clientCmd, _ jid.JID) error {
 		return cmd.input(ctx, ep, pos[1], pos[2], pos[3], rev)

@@ -1,4 +1,4 @@
-package cli
+package client
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"agentgw/agentclient"
+	"agentgw/cli/cmdline"
 	"agentgw/wire"
 
 	"mellium.im/xmpp/jid"
@@ -20,8 +21,6 @@ import (
 // retries is agentclient.RetryBackoff, doubling up to
 // agentclient.MaxRetryBackoff.
 const (
-	// loginTimeout bounds each login, first or after a lost session.
-	loginTimeout = 30 * time.Second
 	// maxReconnects bounds the logins after the session was lost, per
 	// command.
 	maxReconnects = 5
@@ -72,7 +71,7 @@ func (s *session) reconnect(ctx context.Context) error {
 	backoff := agentclient.RetryBackoff
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
-		dctx, cancel := context.WithTimeout(ctx, loginTimeout)
+		dctx, cancel := context.WithTimeout(ctx, cmdline.LoginTimeout)
 		var c conn
 		c, err = s.dial(dctx)
 		cancel()

@@ -1,4 +1,4 @@
-package cli_test
+package cmdline_test
 
 import (
 	"os"
@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"agentgw/cli"
+	"agentgw/cli/cmdline"
 )
 
 // TestPasswordFileMode: a password file that group or others can read is
@@ -16,13 +16,13 @@ func TestPasswordFileMode(t *testing.T) {
 	if err := os.WriteFile(p, []byte("pa55word-xyz\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if pw, err := cli.ReadPassword(p); err != nil || pw != "pa55word-xyz" {
+	if pw, err := cmdline.ReadPassword(p); err != nil || pw != "pa55word-xyz" {
 		t.Fatalf("private file: %q %v", pw, err)
 	}
 	if err := os.Chmod(p, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := cli.ReadPassword(p)
+	_, err := cmdline.ReadPassword(p)
 	if err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "0644") || strings.Contains(err.Error(), "pa55word") {
 		t.Fatalf("world-readable file: %v", err)
 	}
