@@ -25,7 +25,7 @@ import (
 //
 // The reply is written from the read loop. A write blocks only when the
 // server stops reading, and then it is bounded by the per-write deadline
-// (traceConn), after which the stream is dropped; a server that stops
+// (compstream.Conn), after which the stream is dropped; a server that stops
 // reading stalls every sender alike.
 
 // fastIQs are the requests tried on the read loop: every IQ of the

@@ -24,6 +24,7 @@ import (
 	"agentgw/chat"
 	"agentgw/db"
 	"agentgw/directory"
+	"agentgw/gateway/internal/compstream"
 	"agentgw/legacy"
 	"agentgw/metrics"
 	"agentgw/policy"
@@ -81,7 +82,7 @@ type Gateway struct {
 	avail    legacy.Availability
 	presence atomic.Pointer[presenceState]
 
-	// writeTimeout bounds one write on the stream (traceConn), and dial
+	// writeTimeout bounds one write on the stream (compstream.Conn), and dial
 	// opens the transport; tests shorten the one and replace the other.
 	writeTimeout time.Duration
 	dial         func(context.Context) (net.Conn, error)
@@ -198,7 +199,7 @@ func (g *Gateway) sendStanza(r xml.TokenReader) error {
 		return ErrStreamLost
 	}
 	err := s.write(r)
-	if isTooLarge(err) {
+	if compstream.IsTooLarge(err) {
 		g.log.Error("stanza over the size limit not sent", "limit", wire.MaxStanzaBytes)
 	}
 	return err

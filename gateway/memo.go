@@ -9,6 +9,7 @@ import (
 
 	"agentgw/chat"
 	"agentgw/db"
+	"agentgw/gateway/internal/compstream"
 	"agentgw/metrics"
 	"agentgw/policy"
 	"agentgw/surface"
@@ -100,7 +101,7 @@ type memoState struct {
 // out again from the stanza: the parsed addresses, the rate limits' key
 // for the sender and the metrics' series of the answer.
 type memoEntry struct {
-	head     string
+	head     compstream.Head
 	mid      []byte
 	payload  []byte
 	from, to jid.JID
@@ -267,7 +268,7 @@ func (s *session) memoize(k memoKey, st memoState, req *Request, snd sender, pay
 		if aerr != nil {
 			return nil
 		}
-		e.head, e.payload = errorHead, b
+		e.head, e.payload = compstream.ErrorHead, b
 	} else {
 		if _, after := payload.(*afterRead); after {
 			return nil
@@ -276,9 +277,9 @@ func (s *session) memoize(k memoKey, st memoState, req *Request, snd sender, pay
 		if !ok || len(raw) > maxMemoPayload {
 			return nil
 		}
-		e.head, e.payload = resultHead, raw
+		e.head, e.payload = compstream.ResultHead, raw
 	}
-	e.mid = appendReplyAddrs(nil, req)
+	e.mid = replyAddrs(nil, req)
 	if len(e.mid) > maxMemoMid {
 		return nil
 	}

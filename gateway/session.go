@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"agentgw/db"
+	"agentgw/gateway/internal/compstream"
 	"agentgw/metrics"
 	"agentgw/ping"
 
@@ -70,7 +71,7 @@ func (g *Gateway) connectAndServe(ctx context.Context) error {
 	// context that ends when it returns: mellium arms a goroutine on the
 	// context that, racing with its own cleanup, can set a past deadline on
 	// the live connection (see session.send).
-	tc := &traceConn{Conn: conn, log: g.log, enabled: g.opts.DebugXML, timeout: g.writeTimeout}
+	tc := compstream.New(conn, g.log, g.opts.DebugXML, g.writeTimeout)
 	_ = conn.SetDeadline(time.Now().Add(handshakeTimeout))
 	sess, err := component.NewSession(ctx, g.domain, g.opts.Secret, tc)
 	_ = conn.SetDeadline(time.Time{})
@@ -81,13 +82,13 @@ func (g *Gateway) connectAndServe(ctx context.Context) error {
 		}
 		return fmt.Errorf("component handshake: %w", err)
 	}
-	tc.start()
+	tc.Start()
 	return g.serve(ctx, sess, tc)
 }
 
 // serve runs the read loop and the keepalive on an established session and
 // cleans up after it: pending outgoing IQs fail, and the state flips back.
-func (g *Gateway) serve(ctx context.Context, sess *xmpp.Session, conn *traceConn) error {
+func (g *Gateway) serve(ctx context.Context, sess *xmpp.Session, conn *compstream.Conn) error {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s := &session{g: g, sess: sess, ctx: sctx, conn: conn, broken: make(chan struct{}),
@@ -119,7 +120,7 @@ func (g *Gateway) serve(ctx context.Context, sess *xmpp.Session, conn *traceConn
 		s.dropMemo()
 		s.jids.drop()
 		g.infos.drop()
-		releaseMemory()
+		compstream.ReleaseMemory()
 	})
 
 	var err error
