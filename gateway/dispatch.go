@@ -29,7 +29,9 @@ type session struct {
 	// made once per stream rather than once per stanza.
 	memCtx context.Context
 	conn   net.Conn
-	lastNS atomic.Int64
+	// idle is when the last stanza came in, for the keepalive and the
+	// idle release.
+	idle compstream.Idle
 	// broken is closed, with brokenErr set, once a write has failed
 	// (session.write); the stream is then being dropped.
 	broken    chan struct{}
@@ -55,8 +57,18 @@ type session struct {
 	seen memoSeen
 }
 
-func (s *session) touch()            { s.lastNS.Store(time.Now().UnixNano()) }
-func (s *session) lastIn() time.Time { return time.Unix(0, s.lastNS.Load()) }
+func (s *session) touch()            { s.idle.Touch() }
+func (s *session) lastIn() time.Time { return s.idle.Last() }
+
+// idleRelease is how long the stream must be quiet before the gateway
+// hands its free heap back to the operating system.
+const idleRelease = time.Second
+
+// releaseWhenIdle calls release once the stream has been quiet for
+// quiet, and again after each later burst (compstream.Idle).
+func (s *session) releaseWhenIdle(quiet time.Duration, release func()) {
+	s.idle.ReleaseWhenIdle(s.ctx, quiet, release)
+}
 
 // Request is one inbound IQ get or set, as handlers see it: the one
 // request type of every surface. route sets its Policy.

@@ -199,42 +199,6 @@ func (g *Gateway) dialServer(ctx context.Context) (net.Conn, error) {
 // goes through the server and comes back to us, proving the whole path.
 // An unanswered ping closes the connection, which ends Serve and so starts a
 // reconnect. Pings never overlap.
-// idleRelease is how long the stream must be quiet before the gateway
-// hands its free heap back to the operating system.
-const idleRelease = time.Second
-
-// releaseWhenIdle calls release (debug.FreeOSMemory: return the free
-// memory of the Go heap to the operating system) once no stanza has come in
-// for quiet, and again after each later burst of traffic. The runtime alone keeps up to a heap goal's worth of
-// freed pages (at least 4 MB) resident for reuse, which for an appliance
-// that idles most of the time is most of its anonymous memory. The cost is
-// one collection of a small heap per quiet spell.
-func (s *session) releaseWhenIdle(quiet time.Duration, release func()) {
-	tick := time.NewTicker(quiet / 2)
-	defer tick.Stop()
-	s.releaseOnTicks(tick.C, time.Now, quiet, release)
-}
-
-// releaseOnTicks is releaseWhenIdle's loop: at each tick it calls release
-// if no stanza has come in for quiet by now() and none since the last
-// release. The test gives its own ticks and clock.
-func (s *session) releaseOnTicks(ticks <-chan time.Time, now func() time.Time, quiet time.Duration, release func()) {
-	released := int64(0) // s.lastNS when memory was last released
-	for {
-		select {
-		case <-s.ctx.Done():
-			return
-		case <-ticks:
-		}
-		last := s.lastNS.Load()
-		if last == released || now().Sub(time.Unix(0, last)) < quiet {
-			continue
-		}
-		release()
-		released = last
-	}
-}
-
 func (s *session) keepalive(interval, timeout time.Duration, conn net.Conn) {
 	tick := time.NewTicker(max(interval/4, 10*time.Millisecond))
 	defer tick.Stop()
