@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"agentgw/gateway/internal/compstream"
+	"agentgw/gateway/internal/hotpath"
 	"agentgw/metrics"
 	"agentgw/surface"
 	"agentgw/wire"
@@ -49,12 +50,9 @@ type session struct {
 	wmu sync.Mutex
 	// jids are the read loop's parsed addresses (stanzaAddrs).
 	jids jidCache
-	// memo is the read loop's kept answers (memo.go); nil until the first
-	// and after an idle release.
-	memo atomic.Pointer[memoTable]
-	// seen is the reads the read loop answered lately, of which only a
-	// repeat has its answer kept (memo.go).
-	seen memoSeen
+	// memo is the read loop's kept answers (memo.go), of which only a
+	// repeated read's answer is kept.
+	memo hotpath.Memo[memoEntry]
 }
 
 func (s *session) touch()            { s.idle.Touch() }
@@ -216,7 +214,7 @@ func parseJID(s string) (jid.JID, bool) {
 func (s *session) dispatchIQ(el wire.Element, tooLarge bool) {
 	// A repeated read is answered from the memo (memo.go) before anything
 	// else is worked out.
-	var k memoKey
+	var k hotpath.Key
 	memoable := false
 	if !tooLarge {
 		var id string

@@ -25,6 +25,7 @@ import (
 	"agentgw/db"
 	"agentgw/directory"
 	"agentgw/gateway/internal/compstream"
+	"agentgw/gateway/internal/hotpath"
 	"agentgw/legacy"
 	"agentgw/metrics"
 	"agentgw/policy"
@@ -95,7 +96,7 @@ type Gateway struct {
 	commands adhoc.Sessions
 
 	// infos holds built endpoint disco#info answers (infocache.go).
-	infos infoCache
+	infos hotpath.Infos
 
 	gatewayIQ        map[iqKey]iqHandler
 	endpointIQ       map[iqKey]iqHandler

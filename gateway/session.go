@@ -119,7 +119,7 @@ func (g *Gateway) serve(ctx context.Context, sess *xmpp.Session, conn *compstrea
 		// load").
 		s.dropMemo()
 		s.jids.drop()
-		g.infos.drop()
+		g.infos.Drop()
 		compstream.ReleaseMemory()
 	})
 
