@@ -17,9 +17,10 @@ const maxInfos = 4096
 // features and the requester's command and chat features, which differ
 // between requesters, so a requester who may run a command and one who
 // may not get different entries. Building its token stream was a fifth
-// of the gateway's work per disco#info. Its one input is a Visible, which
-// only the visibility decision makes, so a hidden or nonexistent endpoint
-// never reaches it. The zero Infos is empty and ready to use.
+// of the gateway's work per disco#info. It takes a Visible, which Decided
+// makes from the visibility decision's result only when that is not an
+// error, so a hidden or nonexistent endpoint never reaches it. The zero
+// Infos is empty and ready to use.
 type Infos struct {
 	mu sync.Mutex
 	m  map[infoKey]wire.Frozen
