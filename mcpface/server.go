@@ -29,8 +29,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// ProtocolVersions are the MCP revisions negotiated, newest first.
-var ProtocolVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+// ProtocolVersions are the MCP revisions served, newest first: the
+// current one (2026-07-28, sessionless) and the older ones, whose clients
+// initialize a session.
+var ProtocolVersions = layer.ProtocolVersions
 
 // CodeForbidden is the JSON-RPC error code of a request outside the
 // token's scopes.
@@ -108,6 +110,7 @@ func New(ctx context.Context, acct *Account, store *Store, opts Options) (*Serve
 			"Federated XMPP agents: find them with ListAgents and SearchAgents, read their tools with DescribeAgent, call them with CallAgentTool.",
 		Logger:                    slog.New(floor{opts.Log.Handler(), slog.LevelWarn}),
 		SupportedProtocolVersions: ProtocolVersions,
+		SetCacheable:              layer.SetCacheable,
 		// Resources come and go with the roster and the queue: advertise
 		// them even while there are none.
 		Capabilities:       &mcp.ServerCapabilities{Resources: &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true}},

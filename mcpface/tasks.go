@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"agentgw/agentclient"
+	"agentgw/mcpface/layer"
 	"agentgw/task"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -105,6 +106,9 @@ func (c *tasksConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		req, ok := msg.(*jsonrpc.Request)
 		if !ok {
 			return msg, nil
+		}
+		if layer.IsCurrent(layer.MetaVersion(req.Params)) {
+			return msg, nil // the current revision has no 2025-11-25 Tasks
 		}
 		if !req.ID.IsValid() {
 			if req.Method == "notifications/cancelled" && c.cancelServing(req.Params) {

@@ -64,6 +64,11 @@ func tasksHTTP(servers map[string]*Server, next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
+		if layer.IsCurrent(r.Header.Get("Mcp-Protocol-Version")) || layer.IsCurrent(layer.MetaVersion(req.Params)) {
+			// The current revision has no 2025-11-25 Tasks.
+			next.ServeHTTP(w, r)
+			return
+		}
 		held := scope.Of(ti.Scopes)
 		switch req.Method {
 		case "initialize", "tools/list":
