@@ -81,6 +81,10 @@ type Server struct {
 	// sinks are where the status changes of MCP tasks are sent, by task
 	// ID (taskstatus.go).
 	sinks map[string]*statusSink
+	// mailboxes are the askers of extension tasks, and progress their
+	// last progress, by task ID (tasksext.go).
+	mailboxes map[string]*mailbox
+	progress  map[string]taskProgress
 	// runCtx is the server's lifetime: MCP tasks are followed within it.
 	runCtx context.Context
 
@@ -132,6 +136,10 @@ func New(ctx context.Context, acct *Account, store *Store, opts Options) (*Serve
 		go s.agents.proj.run(ctx)
 	}
 	s.mcp.AddReceivingMiddleware(s.scopes)
+	// The tasks extension of the current revision (outside the scope
+	// check: it checks the scopes it needs itself).
+	s.registerExtTasks()
+	s.mcp.AddReceivingMiddleware(s.extTasks)
 	stored, err := store.List(ctx, acct.JID().String())
 	if err != nil {
 		return nil, fmt.Errorf("mcp server: %w", err)

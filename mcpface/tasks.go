@@ -436,6 +436,7 @@ func (g *agents) runTask(ctx context.Context, rec TaskRecord, p *agentclient.Pin
 		g.s.taskChanged(rec.ID)
 	}}
 	defer g.s.forgetTaskInput(rec.ID)
+	defer g.s.dropMailbox(rec.ID)
 	what := fmt.Sprintf("%s %s (MCP task %s)", rec.Endpoint, agentclient.SafeText(rec.Tool, 100), rec.ID)
 	res, state := g.followCall(ctx, nil, what, p, rec.XMPPTaskID, resumed, hooks)
 	if res == nil {

@@ -20,6 +20,10 @@ const Current = "2026-07-28"
 // ProtocolVersions are the MCP revisions every face serves, newest first.
 var ProtocolVersions = []string{Current, "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
 
+// CodeHeaderMismatch is the current revision's error of an HTTP header
+// that contradicts the body (Mcp-Method, Mcp-Name).
+const CodeHeaderMismatch = -32020
+
 // The per-request _meta keys of the current revision.
 const (
 	MetaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
