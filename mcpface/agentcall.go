@@ -134,7 +134,11 @@ func (g *agents) callAgentTool(ctx context.Context, req *mcp.CallToolRequest, in
 	if bad != nil {
 		return bad
 	}
-	return g.call(ctx, req, pc, nil)
+	res, err := g.agentCall(ctx, req, pc)
+	if err != nil {
+		return errorResult("CallAgentTool: %s", agentclient.SafeText(err.Error(), 600))
+	}
+	return res
 }
 
 // preparedCall is a call checked and pinned, ready to invoke.

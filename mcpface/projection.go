@@ -283,7 +283,7 @@ func (p *projector) handler(m *manifest.Manifest, tool, name string) mcp.ToolHan
 		if bad != nil {
 			return bad, nil
 		}
-		return p.g.call(ctx, req, pc, nil), nil
+		return p.g.agentCall(ctx, req, pc)
 	}
 }
 

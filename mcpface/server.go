@@ -85,6 +85,8 @@ type Server struct {
 	// last progress, by task ID (tasksext.go).
 	mailboxes map[string]*mailbox
 	progress  map[string]taskProgress
+	// mrtrKey seals the requestState of MRTR answers (mrtr.go).
+	mrtrKey []byte
 	// runCtx is the server's lifetime: MCP tasks are followed within it.
 	runCtx context.Context
 
@@ -106,7 +108,8 @@ func New(ctx context.Context, acct *Account, store *Store, opts Options) (*Serve
 	}
 	s := &Server{acct: acct, store: store, opts: opts, contacts: map[string]bool{}, messages: map[string]bool{},
 		updates: map[string]bool{}, wake: make(chan struct{}, 1), taskWait: map[string]chan struct{}{}, waits: map[string]int{},
-		inputs: map[string]*taskInput{}, elicits: map[string]elicitWait{}, sinks: map[string]*statusSink{}, runCtx: ctx}
+		inputs: map[string]*taskInput{}, elicits: map[string]elicitWait{}, sinks: map[string]*statusSink{}, runCtx: ctx,
+		mrtrKey: newMRTRKey()}
 	go s.updater(ctx)
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "agentgw-xmpp", Title: "XMPP MCP Server (agentgw)", Version: Version}, &mcp.ServerOptions{
 		Instructions: "This server is the XMPP account " + acct.JID().String() + ". Received messages wait as mid: resources " +

@@ -357,6 +357,20 @@ func (s *Server) taskCall(owner string, req *jsonrpc.Request) (res any, id strin
 	if bad != nil {
 		return bad, "", nil
 	}
+	bad, rec := s.startTask(owner, pc, p.Task.TTL)
+	if bad != nil {
+		return bad, "", nil
+	}
+	return map[string]any{"task": s.taskObject(rec), "_meta": map[string]any{metaXMPP: xmppMeta(rec), metaLoss: []string{lossRetention}}}, rec.ID, nil
+}
+
+// startTask invokes the prepared call as a durable MCP task of owner,
+// stored once the XMPP task is accepted and followed from then on by
+// runTask; ttl (ms), if set, shortens its retention. A result is the
+// call's failure before any task.
+func (s *Server) startTask(owner string, pc preparedCall, ttl *int64) (*mcp.CallToolResult, TaskRecord) {
+	ctx := context.Background()
+	g := s.agents
 	var rec TaskRecord
 	hooks := &callHooks{detached: true}
 	hooks.accepted = func(acc task.Accepted, pin *agentclient.Pin, requestID string) error {
@@ -370,17 +384,17 @@ func (s *Server) taskCall(owner string, req *jsonrpc.Request) (res any, id strin
 		}
 		// MCP's ttl counts from creation; never promise past retain-until.
 		rec.TTL = max(acc.RetainUntil.Sub(now).Truncate(time.Millisecond), 0)
-		if p.Task.TTL != nil && *p.Task.TTL >= 0 && time.Duration(*p.Task.TTL)*time.Millisecond < rec.TTL {
-			rec.TTL = time.Duration(*p.Task.TTL) * time.Millisecond
+		if ttl != nil && *ttl >= 0 && time.Duration(*ttl)*time.Millisecond < rec.TTL {
+			rec.TTL = time.Duration(*ttl) * time.Millisecond
 			rec.RetainUntil = now.Add(rec.TTL)
 		}
 		return s.store.CreateTask(ctx, rec)
 	}
 	if res := g.call(ctx, nil, pc, hooks); res != nil {
-		return res, "", nil
+		return res, rec
 	}
 	go g.runTask(s.runCtx, rec, pin(rec), false, hooks.followed)
-	return map[string]any{"task": s.taskObject(rec), "_meta": map[string]any{metaXMPP: xmppMeta(rec), metaLoss: []string{lossRetention}}}, rec.ID, nil
+	return nil, rec
 }
 
 // pin rebuilds the pin of a stored task.
