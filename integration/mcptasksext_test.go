@@ -274,3 +274,66 @@ func TestMCPTasksExtension(t *testing.T) {
 		runExtTasks(t, stdioCaller(t, a.config))
 	})
 }
+
+// TestMCPTasksExtensionRestart: an extension task waiting for input
+// outlives `agentgw mcp -http`: after a restart, tasks/get shows the
+// question again and tasks/update completes the same task.
+func TestMCPTasksExtensionRestart(t *testing.T) {
+	need(t)
+	withTaskEndpoints(t)
+	a := newMCPAccount(t, "")
+	url, _, stop := startMCPHTTP(t, a)
+	call := httpCaller(t, url, mcpFullToken)
+	created, _ := call("tools/call", currentParams(map[string]any{"name": "CallAgentTool",
+		"arguments": map[string]any{"Jid": demoEndpoint, "Tool": "ask", "Arguments": map[string]any{"question": "Still there after a restart?"}}}, true), nil)
+	if created.Error != nil {
+		t.Fatalf("%+v", created.Error)
+	}
+	id := decode[extTask](t, created.Result).TaskID
+	waitInput := func(call extCaller) extTask {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			a, _ := call("tasks/get", currentParams(map[string]any{"taskId": id}, true), nil)
+			if a.Error != nil {
+				t.Fatalf("tasks/get: %+v", a.Error)
+			}
+			tk := decode[extTask](t, a.Result)
+			if tk.Status == "input_required" && len(tk.InputRequests) == 1 {
+				return tk
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("never input_required: %+v", tk)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	waitInput(call)
+	stop()
+	url, _, _ = startMCPHTTP(t, a)
+	call = httpCaller(t, url, mcpFullToken)
+	tk := waitInput(call)
+	var key string
+	for k := range tk.InputRequests {
+		key = k
+	}
+	if a, _ := call("tasks/update", currentParams(map[string]any{"taskId": id, "inputResponses": map[string]any{
+		key: map[string]any{"action": "accept", "content": map[string]any{"answer": "yes"}}}}, true), nil); a.Error != nil {
+		t.Fatalf("tasks/update: %+v", a.Error)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		a, _ := call("tasks/get", currentParams(map[string]any{"taskId": id}, true), nil)
+		tk := decode[extTask](t, a.Result)
+		if tk.Status == "completed" {
+			if tk.Result == nil || tk.Result.StructuredContent["answer"] != "yes" {
+				t.Fatalf("after the restart: %+v", tk)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("never completed: %+v", tk)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
