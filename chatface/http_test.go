@@ -237,4 +237,27 @@ func TestCurrentRevision(t *testing.T) {
 	if code, body := post(t, url, token, initialize); code != http.StatusTooManyRequests {
 		t.Errorf("third session: %d %s", code, body)
 	}
+	// The revision's cache hints and header check, as on agentgw mcp.
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"}}`
+	for _, c := range []struct{ method, header, want string }{
+		{"tools/list", "tools/list", `"cacheScope":"private"`},
+		{"resources/list", "resources/list", `"ttlMs":0`},
+		{"tools/list", "resources/list", `-32020`},
+	} {
+		req, _ := http.NewRequest("POST", url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"`+c.method+`","params":{`+meta+`}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Mcp-Protocol-Version", layer.Current)
+		req.Header.Set("Mcp-Method", c.header)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !strings.Contains(string(b), c.want) {
+			t.Errorf("%s (Mcp-Method %s): %d %s, want %s", c.method, c.header, resp.StatusCode, b, c.want)
+		}
+	}
 }
