@@ -124,6 +124,26 @@ func TestCurrentRevision(t *testing.T) {
 		t.Errorf("a contradicting Mcp-Name: %d %s", code, body)
 	}
 
+	// A resource update reaches a current client's subscription (its
+	// subscriptions/listen stream).
+	updated := make(chan string, 4)
+	rs := connectAt(t, o.url, fullToken, "", &mcp.ClientOptions{ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
+		updated <- r.Params.URI
+	}})
+	uri := mcpface.ContactURI("bob@remote.example")
+	if err := rs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+		t.Fatal(err)
+	}
+	o.srv.ContactChanged("bob@remote.example")
+	select {
+	case u := <-updated:
+		if u != uri {
+			t.Errorf("updated %s", u)
+		}
+	case <-ctx.Done():
+		t.Fatal("no notifications/resources/updated on subscriptions/listen")
+	}
+
 	o.srv.MCP().AddTool(&mcp.Tool{Name: "Extra", InputSchema: json.RawMessage(`{"type":"object"}`)},
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return &mcp.CallToolResult{}, nil
