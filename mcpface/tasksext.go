@@ -256,7 +256,12 @@ func (s *Server) extTaskOf(rec TaskRecord, detail bool) *extTask {
 		TTLMs: rec.TTL.Milliseconds(), PollIntervalMs: taskPollInterval.Milliseconds()}
 	meta := mcp.Meta{metaXMPP: xmppMeta(rec)}
 	var losses []string
-	switch rec.Status {
+	if rec.Result == nil && (rec.Status == "completed" || rec.Status == "failed" || rec.Status == "cancelled") {
+		// XMPP has settled but the result is not stored yet: a terminal
+		// status comes with its result, so it is still working.
+		t.Status = "working"
+	}
+	switch t.Status {
 	case "failed":
 		t.Status = "completed"
 		losses = append(losses, lossFailed)
