@@ -101,6 +101,10 @@ func (s *Store) NewGroupCommitter(ctx context.Context, maxBatch int) (*GroupComm
 		batch:    make([]*commitOp, 0, maxBatch),
 	}
 	c.idle = sync.NewCond(&c.mu)
+	if s.pg {
+		// pgx prepares and caches statements per connection itself.
+		return c, nil
+	}
 	for _, q := range taskWrites {
 		st, err := s.writer.PrepareContext(ctx, q)
 		if err != nil {
@@ -278,11 +282,10 @@ func runHook(h func()) (panicked any) {
 // An error is the batch's: it fails every closure that had not failed on
 // its own.
 func (c *GroupCommitter) runBatch(ctx context.Context, batch []*commitOp) error {
-	sqlTx, err := c.s.writer.BeginTx(ctx, nil)
+	tx, err := c.s.beginWriteTx(ctx)
 	if err != nil {
 		return fmt.Errorf("%w: begin: %w", ErrBatchFailed, err)
 	}
-	tx := newTxn(sqlTx, c.s.Now().UTC())
 	tx.hot = c.stmts
 	defer tx.rollback()
 	if len(batch) == 1 {
