@@ -11,6 +11,17 @@ const ReaderConns = readerConns
 // SchemaVersion is the schema version this binary writes.
 func SchemaVersion() int { return len(migrations) }
 
+// Q returns query, written for SQLite, in the store's dialect.
+func Q(s *Store, query string) string {
+	if s.pg {
+		return pgQuery(query)
+	}
+	return query
+}
+
+// OnPostgres reports whether s is a PostgreSQL store.
+func OnPostgres(s *Store) bool { return s.pg }
+
 // WriterPool returns the store's writer pool.
 func WriterPool(s *Store) *sql.DB { return s.writer }
 

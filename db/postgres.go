@@ -132,7 +132,10 @@ func openPostgres(ctx context.Context, rawURL string) (*Store, error) {
 		writer.Close()
 		return nil, pgOpenError(rawURL, err)
 	}
-	reader := stdlib.OpenDB(*cfg)
+	rcfg := cfg.Copy()
+	// A read path can never write by mistake, as with query_only on SQLite.
+	rcfg.RuntimeParams["default_transaction_read_only"] = "on"
+	reader := stdlib.OpenDB(*rcfg)
 	reader.SetMaxOpenConns(pgReaderConns)
 	reader.SetMaxIdleConns(pgReaderConns)
 	return &Store{
@@ -218,15 +221,18 @@ func (t *txn) pgBeforeCommit(ctx context.Context) error {
 	if err := pgSyncSearch(ctx, t.tx); err != nil {
 		return fmt.Errorf("search index: %w", err)
 	}
-	if _, err := t.tx.ExecContext(ctx, `UPDATE store_generation SET n = n + 1 WHERE id = 1`); err != nil {
+	// Only a transaction that wrote moves it on, as PRAGMA data_version
+	// only moves with a commit that changed the file.
+	if _, err := t.tx.ExecContext(ctx, `UPDATE store_generation SET n = n + 1
+		WHERE id = 1 AND pg_current_xact_id_if_assigned() IS NOT NULL`); err != nil {
 		return fmt.Errorf("store generation: %w", err)
 	}
 	return nil
 }
 
-// pgSyncSearch does for every endpoint in search_pending what SQLite's
-// search_index_* triggers do: it drops the endpoint's search rows, and if
-// the endpoint is active, indexes it again from its active version.
+// pgSyncSearch finishes for every endpoint in search_pending what SQLite's
+// search_index_* triggers do: if the endpoint is active, it indexes it from
+// its active version.
 func pgSyncSearch(ctx context.Context, tx *sql.Tx) error {
 	rows, err := tx.QueryContext(ctx, `DELETE FROM search_pending RETURNING jid`)
 	if err != nil {
@@ -252,40 +258,21 @@ func pgSyncSearch(ctx context.Context, tx *sql.Tx) error {
 	return nil
 }
 
-// pgReindex redoes the search rows of one endpoint.
+// pgReindex indexes one endpoint, if it is active and not indexed.
 func pgReindex(ctx context.Context, tx *sql.Tx, jid string) error {
-	var folded string
-	err := tx.QueryRowContext(ctx, `SELECT folded FROM search_text WHERE jid = $1`, jid).Scan(&folded)
-	switch {
-	case err == nil:
-		grams := textGrams(folded)
-		if _, err := tx.ExecContext(ctx, `DELETE FROM search_gram WHERE jid = $1 AND gram = ANY($2::text[])`, jid, grams); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE search_gram_count SET n = n - 1 WHERE gram = ANY($1::text[])`, grams); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM search_gram_count WHERE n = 0 AND gram = ANY($1::text[])`, grams); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM search_text WHERE jid = $1`, jid); err != nil {
-			return err
-		}
-	case !errors.Is(err, sql.ErrNoRows):
-		return err
-	}
-
+	// The trigger has unindexed the old row; a row indexed since, by
+	// an earlier drain of this transaction, is current.
 	var name, title, display string
-	err = tx.QueryRowContext(ctx, `SELECT m.name, m.title, a.display_name
+	err := tx.QueryRowContext(ctx, `SELECT m.name, m.title, a.display_name
 		FROM active_endpoint AS a JOIN manifest_version AS m ON m.endpoint_jid = a.jid AND m.version = a.version
-		WHERE a.jid = $1`, jid).Scan(&name, &title, &display)
+		WHERE a.jid = $1 AND NOT EXISTS (SELECT 1 FROM search_text WHERE jid = $1)`, jid).Scan(&name, &title, &display)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil // not active
 	}
 	if err != nil {
 		return err
 	}
-	folded = searchText(jid, name, title)
+	folded := searchText(jid, name, title)
 	grams := textGrams(folded)
 	if _, err := tx.ExecContext(ctx, `INSERT INTO search_text (jid, folded, display_name) VALUES ($1, $2, $3)`, jid, folded, display); err != nil {
 		return err
@@ -359,6 +346,22 @@ func pgRewrite(query string) string {
 	return b.String()
 }
 
+// pgUpperBound stands for noUpperBound on PostgreSQL, which refuses text
+// that is not UTF-8: U+10FFFF, the greatest code point, is a noncharacter
+// that no JID holds (PRECIS disallows it), so twice over it sorts, bytewise,
+// after every stored JID.
+const pgUpperBound = "\U0010FFFF\U0010FFFF"
+
+// pgArgs returns args with noUpperBound replaced by pgUpperBound.
+func pgArgs(args []any) []any {
+	for i, a := range args {
+		if a == noUpperBound {
+			args[i] = pgUpperBound
+		}
+	}
+	return args
+}
+
 // pgCode returns the SQLSTATE of err, or "".
 func pgCode(err error) string {
 	var pe *pgconn.PgError
@@ -378,8 +381,8 @@ func pgTransient(err error) bool {
 		var ce *pgconn.ConnectError
 		return errors.As(err, &ce) || pgconn.SafeToRetry(err) || pgconn.Timeout(err)
 	case strings.HasPrefix(code, "08"), // connection exception
-		strings.HasPrefix(code, "40"), // serialization failure, deadlock
-		strings.HasPrefix(code, "53"), // insufficient resources (53100: disk full)
+		strings.HasPrefix(code, "40"),  // serialization failure, deadlock
+		strings.HasPrefix(code, "53"),  // insufficient resources (53100: disk full)
 		strings.HasPrefix(code, "57P"): // admin or crash shutdown, cannot connect now
 		return true
 	}

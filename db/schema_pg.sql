@@ -10,10 +10,12 @@
 -- flags stay integers, as the Go code reads and writes them.
 --
 -- The search index (search_text, search_gram, search_gram_count) is kept in
--- step with active_endpoint by Go code in the same transaction, since its
--- folding and grams are Go functions: the triggers below only note the
--- changed endpoints in search_pending, which every write transaction
--- drains before it commits (pgSyncSearch).
+-- step with active_endpoint as on SQLite, in the same transaction. Its
+-- folding and grams are Go functions, so the triggers below unindex an old
+-- row themselves but only note a new one in search_pending, which every
+-- write transaction of the store drains before it commits (pgSyncSearch).
+-- A row inserted by plain SQL outside the store is indexed by the store's
+-- next write.
 
 CREATE TABLE endpoint (
 	jid        TEXT COLLATE "C" NOT NULL PRIMARY KEY CHECK (jid <> ''),
@@ -89,7 +91,10 @@ CREATE TABLE search_gram_count (
 	n    BIGINT NOT NULL
 );
 
--- The endpoints whose search rows the current transaction must redo.
+-- An endpoint's postings, for unindexing it.
+CREATE INDEX search_gram_jid ON search_gram (jid);
+
+-- The endpoints whose search rows the current transaction must write.
 CREATE TABLE search_pending (
 	jid TEXT COLLATE "C" NOT NULL PRIMARY KEY
 );
@@ -230,7 +235,14 @@ BEGIN
 		UPDATE stat SET value = value - 1 WHERE name = 'active_endpoints';
 	END IF;
 	IF TG_OP IN ('UPDATE', 'DELETE') THEN
-		INSERT INTO search_pending (jid) VALUES (OLD.jid) ON CONFLICT DO NOTHING;
+		-- Unindex the old row here, from its stored postings, so that a
+		-- delete by any writer (a cascade, plain SQL) needs no Go.
+		UPDATE search_gram_count AS c SET n = c.n - 1
+			FROM search_gram AS g WHERE g.jid = OLD.jid AND c.gram = g.gram;
+		DELETE FROM search_gram_count WHERE n = 0
+			AND gram IN (SELECT gram FROM search_gram WHERE jid = OLD.jid);
+		DELETE FROM search_gram WHERE jid = OLD.jid;
+		DELETE FROM search_text WHERE jid = OLD.jid;
 	END IF;
 	IF TG_OP IN ('INSERT', 'UPDATE') THEN
 		INSERT INTO search_pending (jid) VALUES (NEW.jid) ON CONFLICT DO NOTHING;

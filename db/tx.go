@@ -66,6 +66,14 @@ var hotReads = []string{
 	sqlCallerTask, sqlCallerUsage,
 }
 
+// hotRow runs one of hotReads outside a transaction, on the reader pool.
+func (s *Store) hotRow(ctx context.Context, query string, args ...any) *sql.Row {
+	if s.pg {
+		return s.reader.QueryRowContext(ctx, pgQuery(query), pgArgs(args)...)
+	}
+	return s.hotReads[query].QueryRowContext(ctx, args...)
+}
+
 // stmt returns query prepared for this transaction.
 func (t *txn) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 	if st, ok := t.stmts[query]; ok {
@@ -87,7 +95,7 @@ func (t *txn) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 // exec runs a statement that returns no rows.
 func (t *txn) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	if t.pg {
-		return t.tx.ExecContext(ctx, pgQuery(query), args...)
+		return t.tx.ExecContext(ctx, pgQuery(query), pgArgs(args)...)
 	}
 	st, err := t.stmt(ctx, query)
 	if err != nil {
@@ -99,7 +107,7 @@ func (t *txn) exec(ctx context.Context, query string, args ...any) (sql.Result, 
 // query runs a statement that returns rows.
 func (t *txn) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	if t.pg {
-		return t.tx.QueryContext(ctx, pgQuery(query), args...)
+		return t.tx.QueryContext(ctx, pgQuery(query), pgArgs(args)...)
 	}
 	st, err := t.stmt(ctx, query)
 	if err != nil {
@@ -111,7 +119,7 @@ func (t *txn) query(ctx context.Context, query string, args ...any) (*sql.Rows, 
 // queryRow runs a statement that returns at most one row.
 func (t *txn) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
 	if t.pg {
-		return t.tx.QueryRowContext(ctx, pgQuery(query), args...)
+		return t.tx.QueryRowContext(ctx, pgQuery(query), pgArgs(args)...)
 	}
 	st, err := t.stmt(ctx, query)
 	if err != nil {

@@ -1,0 +1,213 @@
+// Package pgtest gives tests a PostgreSQL database of their own.
+//
+// If AGENTGW_TEST_POSTGRES names a URL, every database is created on that
+// server (its user needs CREATEDB). Otherwise, if Debian's postgresql
+// package is installed (/usr/lib/postgresql/*/bin/initdb), the first test
+// that asks starts a throwaway cluster: initdb in a temporary directory,
+// listening on 127.0.0.1 at a free port with its socket in that directory,
+// never the system service; as root it runs as the postgres user, which
+// initdb and postgres require. Stop it from TestMain. With neither, a test
+// that asks is skipped, or fails under AGENTGW_REQUIRE_SERVERS=1.
+//
+// The throwaway cluster runs with fsync off: the tests check what the store
+// commits, not the disk, and fsync is most of a commit's time here.
+package pgtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// EnvURL names the server to use instead of a throwaway cluster.
+const EnvURL = "AGENTGW_TEST_POSTGRES"
+
+var (
+	mu      sync.Mutex
+	started bool
+	admin   string // URL of the maintenance database, or ""
+	reason  string // why there is no server, if admin is ""
+	cluster *throwaway
+	serial  atomic.Int64
+)
+
+// Available starts the server if need be and reports whether there is one,
+// and if not, why.
+func Available() (bool, string) {
+	mu.Lock()
+	defer mu.Unlock()
+	if !started {
+		started = true
+		admin, reason = start()
+	}
+	return admin != "", reason
+}
+
+// URL returns the URL of a new, empty database for t, dropped when t ends.
+// With no server it skips t, or fails it under AGENTGW_REQUIRE_SERVERS=1.
+func URL(t testing.TB) string {
+	t.Helper()
+	if ok, why := Available(); !ok {
+		if os.Getenv("AGENTGW_REQUIRE_SERVERS") != "" {
+			t.Fatalf("no PostgreSQL: %s", why)
+		}
+		t.Skipf("no PostgreSQL: %s (set AGENTGW_REQUIRE_SERVERS=1 to fail instead)", why)
+	}
+	name := fmt.Sprintf("agentgw_test_%d_%d", os.Getpid(), serial.Add(1))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := adminExec(ctx, "CREATE DATABASE "+name+" TEMPLATE template0 ENCODING 'UTF8'"); err != nil {
+		t.Fatalf("pgtest: create database: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := adminExec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
+			t.Logf("pgtest: drop database %s: %v", name, err)
+		}
+	})
+	return withDatabase(admin, name)
+}
+
+// Stop stops the throwaway cluster, if one was started, and removes it.
+func Stop() {
+	mu.Lock()
+	defer mu.Unlock()
+	if cluster != nil {
+		cluster.stop()
+		cluster = nil
+		admin = ""
+		reason = "stopped"
+	}
+}
+
+// adminExec runs one statement on the maintenance database.
+func adminExec(ctx context.Context, stmt string) error {
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, stmt)
+	return err
+}
+
+// withDatabase returns rawURL naming database name.
+func withDatabase(rawURL, name string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return rawURL
+	}
+	u.Path = "/" + name
+	u.RawPath = ""
+	return u.String()
+}
+
+// start finds or starts a server and returns its maintenance URL, or "" and
+// why there is none.
+func start() (string, string) {
+	if u := os.Getenv(EnvURL); u != "" {
+		return withDatabase(u, "postgres"), ""
+	}
+	bins, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
+	if len(bins) == 0 {
+		return "", "neither " + EnvURL + " nor /usr/lib/postgresql/*/bin/initdb (apt-get install postgresql)"
+	}
+	sort.Strings(bins)
+	c, err := startCluster(filepath.Dir(bins[len(bins)-1]))
+	if err != nil {
+		return "", "starting a throwaway cluster: " + err.Error()
+	}
+	cluster = c
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", c.port), ""
+}
+
+// throwaway is a cluster started by startCluster.
+type throwaway struct {
+	bin, dir string
+	port     int
+	asUser   bool // run as the postgres user (we are root)
+}
+
+// command returns the program prog of the cluster's bin, as the postgres
+// user if we are root.
+func (c *throwaway) command(prog string, args ...string) *exec.Cmd {
+	path := filepath.Join(c.bin, prog)
+	if c.asUser {
+		return exec.Command("runuser", append([]string{"-u", "postgres", "--", path}, args...)...)
+	}
+	return exec.Command(path, args...)
+}
+
+func startCluster(bin string) (*throwaway, error) {
+	dir, err := os.MkdirTemp("", "agentgw-pg-")
+	if err != nil {
+		return nil, err
+	}
+	c := &throwaway{bin: bin, dir: dir}
+	if os.Geteuid() == 0 {
+		u, err := user.Lookup("postgres")
+		if err != nil {
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("running as root, and there is no postgres user: %w", err)
+		}
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		if err := os.Chown(dir, uid, gid); err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+		c.asUser = true
+	}
+	data := filepath.Join(dir, "data")
+	if out, err := c.command("initdb", "-A", "trust", "-U", "postgres", "-E", "UTF8", "--locale=C", "--no-sync", "-D", data).CombinedOutput(); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("initdb: %v: %s", err, out)
+	}
+	port, err := freePort()
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	c.port = port
+	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200", port, dir)
+	if out, err := c.command("pg_ctl", "-D", data, "-l", filepath.Join(dir, "log"), "-w", "-t", "60", "-o", opts, "start").CombinedOutput(); err != nil {
+		log, _ := os.ReadFile(filepath.Join(dir, "log"))
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("pg_ctl start: %v: %s %s", err, out, log)
+	}
+	return c, nil
+}
+
+func (c *throwaway) stop() {
+	c.command("pg_ctl", "-D", filepath.Join(c.dir, "data"), "-m", "immediate", "-w", "stop").Run()
+	os.RemoveAll(c.dir)
+}
+
+// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	addr, ok := l.Addr().(*net.TCPAddr)
+	if !ok {
+		return 0, errors.New("not a TCP address")
+	}
+	return addr.Port, nil
+}
