@@ -1,6 +1,9 @@
 package db
 
-import "database/sql"
+import (
+	"context"
+	"database/sql"
+)
 
 // Test hooks: these are compiled only into this package's tests.
 
@@ -37,3 +40,15 @@ var DirectoryQueries = map[string]string{
 	"asc-scope":   directoryAscScoped,
 	"desc-scope":  directoryDescScoped,
 }
+
+// BeginWrite starts a write transaction of s, for tests of the write lock.
+func BeginWrite(ctx context.Context, s *Store) (*sql.Tx, error) {
+	t, err := s.beginWriteTx(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return t.tx, nil
+}
+
+// Rollback aborts tx.
+func Rollback(tx *sql.Tx) { tx.Rollback() }

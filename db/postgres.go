@@ -3,9 +3,12 @@ package db
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	_ "embed"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/url"
 	"strconv"
 	"strings"
@@ -378,8 +381,13 @@ func pgTransient(err error) bool {
 	code := pgCode(err)
 	switch {
 	case code == "":
+		// A connection refused, lost or timed out: the write did not
+		// happen, or (lost during the commit) its outcome is unknown, and
+		// every store write is safe to run again (an admission replays).
 		var ce *pgconn.ConnectError
-		return errors.As(err, &ce) || pgconn.SafeToRetry(err) || pgconn.Timeout(err)
+		var ne net.Error
+		return errors.As(err, &ce) || errors.As(err, &ne) || pgconn.SafeToRetry(err) || pgconn.Timeout(err) ||
+			errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, driver.ErrBadConn) || errors.Is(err, sql.ErrConnDone)
 	case strings.HasPrefix(code, "08"), // connection exception
 		strings.HasPrefix(code, "40"),  // serialization failure, deadlock
 		strings.HasPrefix(code, "53"),  // insufficient resources (53100: disk full)

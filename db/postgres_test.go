@@ -50,3 +50,97 @@ func TestPostgresCommitsDurably(t *testing.T) {
 		t.Errorf("reader: default_transaction_read_only = %q (%v), want on", v, err)
 	}
 }
+
+// TestPostgresWritesHoldTheLock: a write transaction holds the store's
+// write lock from its start, before it touches a row, as an IMMEDIATE
+// transaction holds SQLite's, so that no other process can write beside it.
+func TestPostgresWritesHoldTheLock(t *testing.T) {
+	if !onPostgres() {
+		t.Skip("PostgreSQL only: TestWriterTransactionsAreImmediate is SQLite's")
+	}
+	ctx := context.Background()
+	loc := newLocation(t)
+	s, _ := openAt(t, loc)
+	other, _ := openAt(t, loc)
+	tx, err := db.BeginWrite(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := other.RegisterVersion(ctx, manifest("a@agents.example", "1", "a", ""), db.OriginAdmin)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("another store wrote beside an open write transaction (%v)", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	db.Rollback(tx)
+	if err := <-done; err != nil {
+		t.Fatalf("the waiting write, once the lock was free: %v", err)
+	}
+}
+
+// TestPostgresRefusesNewerSchema: a database written by a newer binary is
+// refused, with both versions in the error, and left as it is.
+func TestPostgresRefusesNewerSchema(t *testing.T) {
+	if !onPostgres() {
+		t.Skip("PostgreSQL only: TestOpenRefusesNewerSchema is SQLite's")
+	}
+	ctx := context.Background()
+	loc := newLocation(t)
+	s, err := db.Open(ctx, loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.WriterPool(s).ExecContext(ctx, "UPDATE agentgw_schema SET version = version + 1 WHERE name = 'db'"); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if s, err := db.Open(ctx, loc); err == nil {
+		s.Close()
+		t.Fatal("Open succeeded on a newer schema")
+	} else if !strings.Contains(err.Error(), "database schema version 2 is newer than this binary supports (1)") {
+		t.Errorf("Open: %v", err)
+	}
+}
+
+// TestPostgresConnectionsLost: when the server drops the store's
+// connections (a restart, an administrator), the next calls fail with a
+// Transient error or succeed, and the store recovers without reopening.
+func TestPostgresConnectionsLost(t *testing.T) {
+	if !onPostgres() {
+		t.Skip("PostgreSQL only")
+	}
+	ctx := context.Background()
+	loc := newLocation(t)
+	s, _ := openAt(t, loc)
+	mustRegister(t, s, manifest("a@agents.example", "1", "a", ""))
+	mustActivate(t, s, "a@agents.example", "1")
+	// A store of its own kills the others' backends.
+	killer, _ := openAt(t, loc)
+	if _, err := db.ReaderPool(killer).ExecContext(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+		WHERE datname = current_database() AND pid <> pg_backend_pid()`); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		v := manifest("b@agents.example", "1", "b", "")
+		_, err := s.RegisterVersion(ctx, v, db.OriginAdmin)
+		t.Logf("write %d: %v", i, err)
+		if err != nil && !db.Transient(err) {
+			t.Fatalf("write %d after the connections were lost: %v, not Transient", i, err)
+		}
+		_, err = s.Status(ctx, "a@agents.example")
+		t.Logf("read %d: %v", i, err)
+		if err != nil && !db.Transient(err) {
+			t.Fatalf("read %d after the connections were lost: %v, not Transient", i, err)
+		}
+	}
+	if _, err := s.RegisterVersion(ctx, manifest("c@agents.example", "1", "c", ""), db.OriginAdmin); err != nil {
+		t.Fatalf("write after recovery: %v", err)
+	}
+	if n := activeCount(t, s); n != 1 {
+		t.Errorf("active count %d, want 1", n)
+	}
+}
