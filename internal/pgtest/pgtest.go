@@ -10,7 +10,8 @@
 // that asks is skipped, or fails under AGENTGW_REQUIRE_SERVERS=1.
 //
 // The throwaway cluster runs with fsync off: the tests check what the store
-// commits, not the disk, and fsync is most of a commit's time here.
+// commits, not the disk, and fsync is most of a commit's time here. Set
+// AGENTGW_PGTEST_FSYNC=on for benchmarks that compare durable commits.
 package pgtest
 
 import (
@@ -184,7 +185,11 @@ func startCluster(bin string) (*throwaway, error) {
 		return nil, err
 	}
 	c.port = port
-	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200", port, dir)
+	fsync := "off"
+	if os.Getenv("AGENTGW_PGTEST_FSYNC") == "on" {
+		fsync = "on"
+	}
+	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=%s -c max_connections=200", port, dir, fsync)
 	if out, err := c.command("pg_ctl", "-D", data, "-l", filepath.Join(dir, "log"), "-w", "-t", "60", "-o", opts, "start").CombinedOutput(); err != nil {
 		log, _ := os.ReadFile(filepath.Join(dir, "log"))
 		os.RemoveAll(dir)
