@@ -1,5 +1,8 @@
-// Package db is agentgw's SQLite store: endpoints, immutable manifest
-// versions, the active-version pointer and presence subscriptions.
+// Package db is agentgw's store: endpoints, immutable manifest versions,
+// the active-version pointer and presence subscriptions, tasks, chat and
+// the search index. It has two engines behind one Store: SQLite (a path,
+// the default, described here) and PostgreSQL (a postgres:// URL,
+// postgres.go). Nothing outside this package knows which one it has.
 //
 // The store uses the pure-Go modernc.org/sqlite driver so the binary stays
 // static. It keeps two connection pools on one database file in WAL mode: a

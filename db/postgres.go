@@ -36,7 +36,10 @@ import (
 // transactions, one snapshot per call, as SQLite's deferred ones do.
 //
 // Commits are durable before a call returns: every connection sets
-// synchronous_commit=on, whatever the server's default.
+// synchronous_commit=on, whatever the server's default. A write waits for
+// the write lock at most lock_timeout, SQLite's busy timeout (10 s), and
+// then fails Transient, as SQLITE_BUSY does. It needs PostgreSQL 13 or
+// newer (pg_current_xact_id_if_assigned).
 //
 // What differs:
 //   - The search index's folding and grams are Go functions, which
@@ -127,6 +130,9 @@ func openPostgres(ctx context.Context, rawURL string) (*Store, error) {
 	// An acknowledged write must survive a crash of the server.
 	cfg.RuntimeParams["synchronous_commit"] = "on"
 	cfg.RuntimeParams["application_name"] = "agentgw"
+	// A write waits for the write lock as long as SQLite's busy timeout,
+	// then fails Transient (55P03), to be retried.
+	cfg.RuntimeParams["lock_timeout"] = busyTimeoutMillis + "ms"
 	writer := stdlib.OpenDB(*cfg)
 	writer.SetMaxOpenConns(pgWriterConns)
 	writer.SetMaxIdleConns(pgWriterConns)
@@ -390,7 +396,8 @@ func pgTransient(err error) bool {
 	case strings.HasPrefix(code, "08"), // connection exception
 		strings.HasPrefix(code, "40"),  // serialization failure, deadlock
 		strings.HasPrefix(code, "53"),  // insufficient resources (53100: disk full)
-		strings.HasPrefix(code, "57P"): // admin or crash shutdown, cannot connect now
+		strings.HasPrefix(code, "57P"), // admin or crash shutdown, cannot connect now
+		code == "55P03": // lock_not_available: the write lock's lock_timeout
 		return true
 	}
 	return false

@@ -6,7 +6,8 @@
 // that asks starts a throwaway cluster: initdb in a temporary directory,
 // listening on 127.0.0.1 at a free port with its socket in that directory,
 // never the system service; as root it runs as the postgres user, which
-// initdb and postgres require. Stop it from TestMain. With neither, a test
+// initdb and postgres require, and the server dies with the test binary.
+// Stop it from TestMain. With neither, a test
 // that asks is skipped, or fails under AGENTGW_REQUIRE_SERVERS=1.
 //
 // The throwaway cluster runs with fsync off: the tests check what the store
@@ -28,6 +29,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -139,19 +141,20 @@ func start() (string, string) {
 
 // throwaway is a cluster started by startCluster.
 type throwaway struct {
-	bin, dir string
-	port     int
-	asUser   bool // run as the postgres user (we are root)
+	dir  string
+	port int
+	cmd  *exec.Cmd // the postmaster
+	done chan struct{}
 }
 
-// command returns the program prog of the cluster's bin, as the postgres
-// user if we are root.
-func (c *throwaway) command(prog string, args ...string) *exec.Cmd {
-	path := filepath.Join(c.bin, prog)
-	if c.asUser {
-		return exec.Command("runuser", append([]string{"-u", "postgres", "--", path}, args...)...)
-	}
-	return exec.Command(path, args...)
+// command returns the program prog of bin, as the postgres user if we are
+// root (initdb and postgres refuse to run as root), killed with SIGQUIT,
+// PostgreSQL's immediate shutdown, if this process dies first: a test
+// binary that panics or times out leaves no server behind.
+func command(bin string, cred *syscall.Credential, prog string, args ...string) *exec.Cmd {
+	cmd := exec.Command(filepath.Join(bin, prog), args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGQUIT}
+	return cmd
 }
 
 func startCluster(bin string) (*throwaway, error) {
@@ -159,7 +162,7 @@ func startCluster(bin string) (*throwaway, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &throwaway{bin: bin, dir: dir}
+	var cred *syscall.Credential
 	if os.Geteuid() == 0 {
 		u, err := user.Lookup("postgres")
 		if err != nil {
@@ -172,10 +175,10 @@ func startCluster(bin string) (*throwaway, error) {
 			os.RemoveAll(dir)
 			return nil, err
 		}
-		c.asUser = true
+		cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
 	}
 	data := filepath.Join(dir, "data")
-	if out, err := c.command("initdb", "-A", "trust", "-U", "postgres", "-E", "UTF8", "--locale=C", "--no-sync", "-D", data).CombinedOutput(); err != nil {
+	if out, err := command(bin, cred, "initdb", "-A", "trust", "-U", "postgres", "-E", "UTF8", "--locale=C", "--no-sync", "-D", data).CombinedOutput(); err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("initdb: %v: %s", err, out)
 	}
@@ -184,22 +187,59 @@ func startCluster(bin string) (*throwaway, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	c.port = port
 	fsync := "off"
 	if os.Getenv("AGENTGW_PGTEST_FSYNC") == "on" {
 		fsync = "on"
 	}
-	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=%s -c max_connections=200", port, dir, fsync)
-	if out, err := c.command("pg_ctl", "-D", data, "-l", filepath.Join(dir, "log"), "-w", "-t", "60", "-o", opts, "start").CombinedOutput(); err != nil {
-		log, _ := os.ReadFile(filepath.Join(dir, "log"))
+	logFile, err := os.Create(filepath.Join(dir, "log"))
+	if err != nil {
 		os.RemoveAll(dir)
-		return nil, fmt.Errorf("pg_ctl start: %v: %s %s", err, out, log)
+		return nil, err
 	}
-	return c, nil
+	defer logFile.Close()
+	cmd := command(bin, cred, "postgres", "-D", data, "-p", strconv.Itoa(port), "-k", dir,
+		"-c", "listen_addresses=127.0.0.1", "-c", "fsync="+fsync, "-c", "max_connections=200")
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	c := &throwaway{dir: dir, port: port, cmd: cmd, done: make(chan struct{})}
+	go func() { cmd.Wait(); close(c.done) }()
+	url := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable&connect_timeout=2", port)
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		conn, err := pgx.Connect(ctx, url)
+		cancel()
+		if err == nil {
+			conn.Close(context.Background())
+			return c, nil
+		}
+		select {
+		case <-c.done:
+			log, _ := os.ReadFile(filepath.Join(dir, "log"))
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("postgres exited: %s", log)
+		default:
+		}
+		if time.Now().After(deadline) {
+			c.stop()
+			return nil, fmt.Errorf("postgres did not accept connections within 60 s: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
+// stop shuts the cluster down at once (SIGQUIT: immediate shutdown) and
+// removes it.
 func (c *throwaway) stop() {
-	c.command("pg_ctl", "-D", filepath.Join(c.dir, "data"), "-m", "immediate", "-w", "stop").Run()
+	c.cmd.Process.Signal(syscall.SIGQUIT)
+	select {
+	case <-c.done:
+	case <-time.After(30 * time.Second):
+		c.cmd.Process.Kill()
+		<-c.done
+	}
 	os.RemoveAll(c.dir)
 }
 
