@@ -147,6 +147,13 @@ func openPostgres(ctx context.Context, rawURL string) (*Store, error) {
 	reader := stdlib.OpenDB(*rcfg)
 	reader.SetMaxOpenConns(pgReaderConns)
 	reader.SetMaxIdleConns(pgReaderConns)
+	// Connect the readers now, as SQLite's are opened at Open: the first
+	// stanzas then pay no connection set-up.
+	if err := pgWarm(ctx, reader, pgReaderConns); err != nil {
+		reader.Close()
+		writer.Close()
+		return nil, pgOpenError(rawURL, err)
+	}
 	return &Store{
 		path:      RedactURL(rawURL),
 		Now:       time.Now,
@@ -156,6 +163,27 @@ func openPostgres(ctx context.Context, rawURL string) (*Store, error) {
 		pg:        true,
 		readOpts:  &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true},
 	}, nil
+}
+
+// pgWarm opens n connections of pool and leaves them idle in it.
+func pgWarm(ctx context.Context, pool *sql.DB, n int) error {
+	conns := make([]*sql.Conn, 0, n)
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for range n {
+		c, err := pool.Conn(ctx)
+		if err != nil {
+			return err
+		}
+		conns = append(conns, c)
+		if err := c.PingContext(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // pgMigrate brings the database behind writer to len(pgMigrations), under
@@ -397,7 +425,7 @@ func pgTransient(err error) bool {
 		strings.HasPrefix(code, "40"),  // serialization failure, deadlock
 		strings.HasPrefix(code, "53"),  // insufficient resources (53100: disk full)
 		strings.HasPrefix(code, "57P"), // admin or crash shutdown, cannot connect now
-		code == "55P03": // lock_not_available: the write lock's lock_timeout
+		code == "55P03":                // lock_not_available: the write lock's lock_timeout
 		return true
 	}
 	return false

@@ -256,3 +256,58 @@ func freePort() (int, error) {
 	}
 	return addr.Port, nil
 }
+
+// EngineEnv selects the store engine of a test pass: "sqlite" or
+// "postgres". RunBoth sets it; set it yourself to run one pass.
+const EngineEnv = "AGENTGW_TEST_ENGINE"
+
+// RunBoth runs a package's tests twice, for TestMain: on SQLite, then on
+// PostgreSQL if there is a server (else the second pass is skipped, with
+// the reason, or fails under AGENTGW_REQUIRE_SERVERS=1). With EngineEnv
+// set it runs that pass alone. It stops the throwaway cluster and returns
+// the exit code.
+func RunBoth(m *testing.M) int {
+	only := os.Getenv(EngineEnv)
+	code := 0
+	if only == "" || only == "sqlite" {
+		os.Setenv(EngineEnv, "sqlite")
+		code = m.Run()
+	}
+	if only == "" || only == "postgres" {
+		if ok, why := Available(); ok {
+			fmt.Println("--- the same tests on PostgreSQL")
+			os.Setenv(EngineEnv, "postgres")
+			if c := m.Run(); c != 0 {
+				code = c
+			}
+		} else if os.Getenv("AGENTGW_REQUIRE_SERVERS") != "" {
+			fmt.Println("no PostgreSQL:", why)
+			code = 1
+		} else {
+			fmt.Println("--- the PostgreSQL pass is skipped:", why)
+		}
+	}
+	Stop()
+	return code
+}
+
+// OnPostgres reports whether this is the PostgreSQL pass of RunBoth.
+func OnPostgres() bool { return os.Getenv(EngineEnv) == "postgres" }
+
+// Location returns where t opens a fresh store: sqlitePath, or in the
+// PostgreSQL pass the URL of a new database.
+func Location(t testing.TB, sqlitePath string) string {
+	t.Helper()
+	if OnPostgres() {
+		return URL(t)
+	}
+	return sqlitePath
+}
+
+// SQLiteOnly skips t in the PostgreSQL pass, saying why.
+func SQLiteOnly(t testing.TB, why string) {
+	t.Helper()
+	if OnPostgres() {
+		t.Skip("SQLite only: " + why)
+	}
+}
