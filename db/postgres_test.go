@@ -2,7 +2,9 @@ package db_test
 
 import (
 	"context"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -142,5 +144,97 @@ func TestPostgresConnectionsLost(t *testing.T) {
 	}
 	if n := activeCount(t, s); n != 1 {
 		t.Errorf("active count %d, want 1", n)
+	}
+}
+
+// TestSwallowedStatementFailure: a closure that gets a statement's error
+// and returns nil. On SQLite the failed statement is undone alone and the
+// rest commits; on PostgreSQL, which aborts the transaction, the closure
+// gets an error of its own (not Transient: running it again would do the
+// same), nothing it wrote is committed, and the committer goes on.
+func TestSwallowedStatementFailure(t *testing.T) {
+	ctx := context.Background()
+	s, _, gc := withWeather(t)
+	admit := func(id string) {
+		t.Helper()
+		if err := gc.Do(ctx, func(tx *db.TaskTx) error { return insert(tx, taskRec(id, "req-"+id)) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	admit("task-1")
+	err := gc.Do(ctx, func(tx *db.TaskTx) error {
+		if err := tx.InsertEvents([]db.TaskEvent{{TaskID: "task-1", Revision: 1, ID: "evt-1", Type: "status", Payload: []byte(`{}`)}}); err != nil {
+			return err
+		}
+		_ = tx.InsertEvents([]db.TaskEvent{{TaskID: "task-1", Revision: 1, ID: "evt-dup", Type: "status", Payload: []byte(`{}`)}})
+		return nil
+	})
+	evs, _ := s.TaskEvents(ctx, "task-1")
+	if onPostgres() {
+		if err == nil || db.Transient(err) {
+			t.Fatalf("swallowed failure on PostgreSQL: %v, want an error that is not Transient", err)
+		}
+		if len(evs) != 0 {
+			t.Errorf("events after the failed closure: %d, want 0", len(evs))
+		}
+	} else {
+		if err != nil {
+			t.Fatalf("swallowed failure on SQLite: %v", err)
+		}
+		if len(evs) != 1 {
+			t.Errorf("events after the closure: %d, want 1", len(evs))
+		}
+	}
+	admit("task-2")
+}
+
+// TestSwallowedStatementFailureInABatch: in a batch of several closures,
+// one that swallows a failed statement gets its own error on PostgreSQL
+// and the others commit.
+func TestSwallowedStatementFailureInABatch(t *testing.T) {
+	ctx := context.Background()
+	s, _, gc := withWeather(t)
+	if err := gc.Do(ctx, func(tx *db.TaskTx) error { return insert(tx, taskRec("task-1", "req-1")) }); err != nil {
+		t.Fatal(err)
+	}
+	// Hold the committer in a first batch so that the next three form
+	// the second batch together.
+	release, entered := make(chan struct{}), make(chan struct{})
+	go gc.Do(ctx, func(*db.TaskTx) error {
+		close(entered)
+		<-release
+		return nil
+	})
+	<-entered
+	errs := make([]error, 3)
+	var wg sync.WaitGroup
+	queue := func(i int, fn func(*db.TaskTx) error) {
+		wg.Go(func() { errs[i] = gc.Do(ctx, fn) })
+		for db.QueueLen(gc) <= i {
+			runtime.Gosched()
+		}
+	}
+	event := func(rev int64, id string) []db.TaskEvent {
+		return []db.TaskEvent{{TaskID: "task-1", Revision: rev, ID: id, Type: "status", Payload: []byte(`{}`)}}
+	}
+	queue(0, func(tx *db.TaskTx) error { return tx.InsertEvents(event(1, "evt-1")) })
+	queue(1, func(tx *db.TaskTx) error {
+		_ = tx.InsertEvents(event(1, "evt-dup"))
+		return nil
+	})
+	queue(2, func(tx *db.TaskTx) error { return tx.InsertEvents(event(2, "evt-2")) })
+	close(release)
+	wg.Wait()
+	if errs[0] != nil || errs[2] != nil {
+		t.Fatalf("the other closures: %v, %v", errs[0], errs[2])
+	}
+	if onPostgres() && (errs[1] == nil || db.Transient(errs[1])) {
+		t.Fatalf("the swallowing closure on PostgreSQL: %v, want an error that is not Transient", errs[1])
+	}
+	if !onPostgres() && errs[1] != nil {
+		t.Fatalf("the swallowing closure on SQLite: %v", errs[1])
+	}
+	if evs, err := s.TaskEvents(ctx, "task-1"); err != nil || len(evs) != 2 {
+		t.Errorf("events: %d (%v), want 2", len(evs), err)
 	}
 }
