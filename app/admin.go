@@ -80,7 +80,7 @@ func (a *Admin) Database() string { return a.cfg.Database.Redacted() }
 func openStore(ctx context.Context, d config.Database) (*db.Store, error) {
 	store, err := db.Open(ctx, d.Store())
 	if err != nil && d.DatabaseURL != "" {
-		return nil, fmt.Errorf("database.url (%s): %w", d.Redacted(), err)
+		return nil, fmt.Errorf("database.url: %w", err)
 	}
 	return store, err
 }
