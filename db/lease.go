@@ -1,0 +1,307 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Several gateways on one store (package taskd): every task that is not
+// terminal is held by one gateway, named by the instance ID it made at
+// start, under a lease that its holder renews. Only the holder runs the
+// task, ticks its timers and commits its runtime's reports; once a lease
+// has lapsed (its holder died), any gateway claims the task by a
+// conditional UPDATE and recovers it, so two claims of one lease cannot
+// both succeed. A cancel or an input that another gateway commits is left
+// for the holder as a signal, which the holder reads and hands to its
+// execution. The statements are plain SQL, the same on every engine.
+
+// TaskSignal is an accepted cancel or input that a gateway other than the
+// task's holder committed, for the holder's execution.
+type TaskSignal struct {
+	TaskID string
+	// Revision is the revision of the step that accepted it.
+	Revision int64
+	// Kind is SignalCancel or SignalInput; Payload is the answer of an
+	// input.
+	Kind    string
+	Payload []byte
+}
+
+// The kinds of TaskSignal.
+const (
+	SignalCancel = "cancel"
+	SignalInput  = "input"
+)
+
+// Claim is one task a gateway claimed: its record and the holder whose
+// lease had lapsed ("" for none).
+type Claim struct {
+	Task TaskRecord
+	From string
+}
+
+const (
+	sqlHold = `INSERT INTO task_lease (task_id, holder, lease_until) VALUES (?, ?, ?)
+		ON CONFLICT (task_id) DO UPDATE SET holder = excluded.holder, lease_until = excluded.lease_until`
+	sqlLeaseHolder = `SELECT holder FROM task_lease WHERE task_id = ?`
+	sqlDropLease   = `DELETE FROM task_lease WHERE task_id = ?`
+	sqlPutSignal   = `INSERT INTO task_signal (task_id, revision, kind, payload) VALUES (?, ?, ?, ?)`
+
+	sqlRenewLeases   = `UPDATE task_lease SET lease_until = ? WHERE holder = ?`
+	sqlHeldTasks     = `SELECT task_id FROM task_lease WHERE holder = ?`
+	sqlLapsed        = `SELECT task_id, holder FROM task_lease WHERE lease_until < ? ORDER BY lease_until LIMIT ?`
+	sqlClaimLapsed   = `UPDATE task_lease SET holder = ?, lease_until = ? WHERE task_id = ? AND lease_until < ?`
+	sqlClaimFrom     = `UPDATE task_lease SET holder = ?, lease_until = ? WHERE task_id = ? AND holder = ?`
+	sqlHeldBy        = `SELECT task_id FROM task_lease WHERE holder = ? LIMIT ?`
+	sqlReleaseLeases = `UPDATE task_lease SET lease_until = 0 WHERE holder = ?`
+	sqlHolders       = `SELECT DISTINCT holder FROM task_lease WHERE lease_until >= ?`
+	sqlSignals       = `SELECT s.task_id, s.revision, s.kind, s.payload
+		FROM task_signal AS s JOIN task_lease AS l ON l.task_id = s.task_id
+		WHERE l.holder = ? ORDER BY s.task_id, s.revision LIMIT ?`
+	sqlDeleteSignal = `DELETE FROM task_signal WHERE task_id = ? AND revision = ?`
+)
+
+// Hold gives task id to holder until the given time, in the commit: the
+// lease of a new task, taken with its admission.
+func (t *TaskTx) Hold(id, holder string, until time.Time) error {
+	if _, err := t.tx.exec(t.ctx, sqlHold, id, holder, millis(until)); err != nil {
+		return fmt.Errorf("db: hold task %s: %w", id, err)
+	}
+	return nil
+}
+
+// LeaseHolder reads who holds task id, in the commit: "" for a task
+// nobody holds, a terminal one included.
+func (t *TaskTx) LeaseHolder(id string) (string, error) {
+	var holder string
+	err := t.tx.queryRow(t.ctx, sqlLeaseHolder, id).Scan(&holder)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return "", nil
+	case err != nil:
+		return "", fmt.Errorf("db: holder of task %s: %w", id, err)
+	}
+	return holder, nil
+}
+
+// PutSignal leaves sig for the holder of its task, in the commit.
+func (t *TaskTx) PutSignal(sig TaskSignal) error {
+	if _, err := t.tx.exec(t.ctx, sqlPutSignal, sig.TaskID, sig.Revision, sig.Kind, sig.Payload); err != nil {
+		return fmt.Errorf("db: signal task %s: %w", sig.TaskID, err)
+	}
+	return nil
+}
+
+// RenewLeases extends every lease holder has to the store's now plus
+// lapse, and lists the tasks it holds: a task it ran that is not listed
+// was claimed by another gateway (its own lease had lapsed) or settled.
+func (s *Store) RenewLeases(ctx context.Context, holder string, lapse time.Duration) ([]string, error) {
+	tx, err := s.beginWrite(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("db: renew leases: %w", err)
+	}
+	defer tx.rollback()
+	if _, err := tx.exec(ctx, sqlRenewLeases, millis(tx.now.Add(lapse)), holder); err != nil {
+		return nil, fmt.Errorf("db: renew leases: %w", err)
+	}
+	ids, err := tx.strings(ctx, sqlHeldTasks, holder)
+	if err != nil {
+		return nil, fmt.Errorf("db: renew leases: %w", err)
+	}
+	if err := tx.commit(); err != nil {
+		return nil, fmt.Errorf("db: renew leases: %w", err)
+	}
+	return ids, nil
+}
+
+// ClaimLapsed claims for holder up to limit tasks whose lease lapsed
+// before the store's now, each until now plus lapse, and returns them with
+// their records. Each claim is an UPDATE conditional on the lease still
+// being lapsed, so of two gateways claiming one task only one gets it.
+func (s *Store) ClaimLapsed(ctx context.Context, holder string, lapse time.Duration, limit int) ([]Claim, error) {
+	return s.claim(ctx, "claim lapsed leases", func(tx *txn) ([]Claim, error) {
+		rows, err := tx.query(ctx, sqlLapsed, millis(tx.now), limit)
+		if err != nil {
+			return nil, err
+		}
+		var out []Claim
+		for rows.Next() {
+			var c Claim
+			if err := rows.Scan(&c.Task.ID, &c.From); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			out = append(out, c)
+		}
+		if err := rows.Close(); err != nil {
+			return nil, err
+		}
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+		claimed := out[:0]
+		for _, c := range out {
+			res, err := tx.exec(ctx, sqlClaimLapsed, holder, millis(tx.now.Add(lapse)), c.Task.ID, millis(tx.now))
+			if err != nil {
+				return nil, err
+			}
+			if n, err := res.RowsAffected(); err != nil {
+				return nil, err
+			} else if n == 1 {
+				claimed = append(claimed, c)
+			}
+		}
+		return claimed, nil
+	})
+}
+
+// ClaimFrom claims for holder up to limit tasks that from holds, whatever
+// their leases say: for a holder known to be dead before its leases lapse
+// (a gateway of this machine whose process has gone). Each claim is an
+// UPDATE conditional on from still holding the task.
+func (s *Store) ClaimFrom(ctx context.Context, holder, from string, lapse time.Duration, limit int) ([]Claim, error) {
+	return s.claim(ctx, "claim leases of a dead gateway", func(tx *txn) ([]Claim, error) {
+		ids, err := tx.strings(ctx, sqlHeldBy, from, limit)
+		if err != nil {
+			return nil, err
+		}
+		var out []Claim
+		for _, id := range ids {
+			res, err := tx.exec(ctx, sqlClaimFrom, holder, millis(tx.now.Add(lapse)), id, from)
+			if err != nil {
+				return nil, err
+			}
+			if n, err := res.RowsAffected(); err != nil {
+				return nil, err
+			} else if n == 1 {
+				out = append(out, Claim{Task: TaskRecord{ID: id}, From: from})
+			}
+		}
+		return out, nil
+	})
+}
+
+// claim runs pick in a write transaction and fills in the record of every
+// task it claimed.
+func (s *Store) claim(ctx context.Context, what string, pick func(*txn) ([]Claim, error)) ([]Claim, error) {
+	tx, err := s.beginWrite(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("db: %s: %w", what, err)
+	}
+	defer tx.rollback()
+	claims, err := pick(tx)
+	if err != nil {
+		return nil, fmt.Errorf("db: %s: %w", what, err)
+	}
+	for i := range claims {
+		rec, err := scanTask(tx.queryRow(ctx, sqlTaskByID, claims[i].Task.ID))
+		if err != nil {
+			return nil, fmt.Errorf("db: %s: %w", what, err)
+		}
+		claims[i].Task = rec
+	}
+	if err := tx.commit(); err != nil {
+		return nil, fmt.Errorf("db: %s: %w", what, err)
+	}
+	return claims, nil
+}
+
+// ReleaseLeases lets every lease of holder lapse at once: a gateway that
+// stops leaves its tasks to the next one to claim, without the wait.
+func (s *Store) ReleaseLeases(ctx context.Context, holder string) error {
+	tx, err := s.beginWrite(ctx)
+	if err != nil {
+		return fmt.Errorf("db: release leases: %w", err)
+	}
+	defer tx.rollback()
+	if _, err := tx.exec(ctx, sqlReleaseLeases, holder); err != nil {
+		return fmt.Errorf("db: release leases: %w", err)
+	}
+	if err := tx.commit(); err != nil {
+		return fmt.Errorf("db: release leases: %w", err)
+	}
+	return nil
+}
+
+// LeaseHolders lists the holders with a lease that has not lapsed.
+func (s *Store) LeaseHolders(ctx context.Context) ([]string, error) {
+	tx, err := s.beginRead(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("db: lease holders: %w", err)
+	}
+	defer tx.rollback()
+	out, err := tx.strings(ctx, sqlHolders, millis(tx.now))
+	if err != nil {
+		return nil, fmt.Errorf("db: lease holders: %w", err)
+	}
+	return out, tx.commit()
+}
+
+// Signals lists up to limit signals left for the tasks holder holds, by
+// task and revision.
+func (s *Store) Signals(ctx context.Context, holder string, limit int) ([]TaskSignal, error) {
+	tx, err := s.beginRead(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("db: signals: %w", err)
+	}
+	defer tx.rollback()
+	rows, err := tx.query(ctx, sqlSignals, holder, limit)
+	if err != nil {
+		return nil, fmt.Errorf("db: signals: %w", err)
+	}
+	defer rows.Close()
+	var out []TaskSignal
+	for rows.Next() {
+		var sig TaskSignal
+		if err := rows.Scan(&sig.TaskID, &sig.Revision, &sig.Kind, &sig.Payload); err != nil {
+			return nil, fmt.Errorf("db: signals: %w", err)
+		}
+		out = append(out, sig)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("db: signals: %w", err)
+	}
+	return out, tx.commit()
+}
+
+// DeleteSignals deletes signals that have been handed over.
+func (s *Store) DeleteSignals(ctx context.Context, sigs []TaskSignal) error {
+	if len(sigs) == 0 {
+		return nil
+	}
+	tx, err := s.beginWrite(ctx)
+	if err != nil {
+		return fmt.Errorf("db: delete signals: %w", err)
+	}
+	defer tx.rollback()
+	for _, sig := range sigs {
+		if _, err := tx.exec(ctx, sqlDeleteSignal, sig.TaskID, sig.Revision); err != nil {
+			return fmt.Errorf("db: delete signals: %w", err)
+		}
+	}
+	if err := tx.commit(); err != nil {
+		return fmt.Errorf("db: delete signals: %w", err)
+	}
+	return nil
+}
+
+// strings runs a query of one text column and collects it.
+func (t *txn) strings(ctx context.Context, query string, args ...any) ([]string, error) {
+	rows, err := t.query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var v string
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
