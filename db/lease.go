@@ -305,3 +305,103 @@ func (t *txn) strings(ctx context.Context, query string, args ...any) ([]string,
 	}
 	return out, rows.Err()
 }
+
+// outboxClaimLapse is how long a gateway's claim on an outbox message
+// lasts: past it another gateway may send the message (its sender died
+// between the claim and ChatSent).
+const outboxClaimLapse = 30 * time.Second
+
+// sqlClaimable lists the outbox messages holder may send: oldest first,
+// not claimed by another gateway, and not behind a message of the same
+// endpoint and peer that another gateway has claimed, so that one
+// conversation keeps its order.
+const sqlClaimable = `SELECT o.seq, o.endpoint_jid, o.recipient, o.peer, o.origin_id, o.type, o.body, o.lang, o.reply_to, o.reply_id, o.created_at
+	FROM chat_outbox AS o
+	WHERE NOT EXISTS (SELECT 1 FROM chat_outbox_claim AS c JOIN chat_outbox AS p ON p.seq = c.seq
+		WHERE p.endpoint_jid = o.endpoint_jid AND p.peer = o.peer AND c.holder <> ? AND c.claim_until >= ?)
+	ORDER BY o.seq LIMIT ?`
+
+// sqlClaimOutbox claims one message for holder unless another gateway's
+// claim on it still runs.
+const sqlClaimOutbox = `INSERT INTO chat_outbox_claim (seq, holder, claim_until) VALUES (?, ?, ?)
+	ON CONFLICT (seq) DO UPDATE SET holder = excluded.holder, claim_until = excluded.claim_until
+	WHERE chat_outbox_claim.holder = excluded.holder OR chat_outbox_claim.claim_until < ?`
+
+// ChatClaimOutbox claims for holder up to limit messages of the outbox,
+// oldest first, and returns them: of several gateways on one store, each
+// message is sent by the one that claimed it (ChatSent deletes it, and its
+// claim with it). A claim lapses after outboxClaimLapse.
+func (s *Store) ChatClaimOutbox(ctx context.Context, holder string, limit int) ([]ChatOut, error) {
+	tx, err := s.beginWrite(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("db: claim chat outbox: %w", err)
+	}
+	defer tx.rollback()
+	now := millis(tx.now)
+	rows, err := tx.query(ctx, sqlClaimable, holder, now, limit)
+	if err != nil {
+		return nil, fmt.Errorf("db: claim chat outbox: %w", err)
+	}
+	var found []ChatOut
+	for rows.Next() {
+		var m ChatOut
+		var created int64
+		if err := rows.Scan(&m.Seq, &m.Endpoint, &m.Recipient, &m.Peer, &m.OriginID, &m.Type, &m.Body, &m.Lang, &m.ReplyTo, &m.ReplyID, &created); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("db: claim chat outbox: %w", err)
+		}
+		m.Created = fromMillis(created)
+		found = append(found, m)
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return nil, fmt.Errorf("db: claim chat outbox: %w", err)
+	}
+	var out []ChatOut
+	until := millis(tx.now.Add(outboxClaimLapse))
+	for _, m := range found {
+		res, err := tx.exec(ctx, sqlClaimOutbox, m.Seq, holder, until, now)
+		if err != nil {
+			return nil, fmt.Errorf("db: claim chat outbox: %w", err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return nil, fmt.Errorf("db: claim chat outbox: %w", err)
+		} else if n == 1 {
+			out = append(out, m)
+		}
+	}
+	if err := tx.commit(); err != nil {
+		return nil, fmt.Errorf("db: claim chat outbox: %w", err)
+	}
+	return out, nil
+}
+
+// ChatClaimHolders lists the holders of outbox claims.
+func (s *Store) ChatClaimHolders(ctx context.Context) ([]string, error) {
+	tx, err := s.beginRead(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("db: outbox claim holders: %w", err)
+	}
+	defer tx.rollback()
+	out, err := tx.strings(ctx, `SELECT DISTINCT holder FROM chat_outbox_claim`)
+	if err != nil {
+		return nil, fmt.Errorf("db: outbox claim holders: %w", err)
+	}
+	return out, tx.commit()
+}
+
+// ChatReleaseClaims drops every outbox claim of holder: it stopped, or is
+// known gone, and its messages are for the next gateway to send.
+func (s *Store) ChatReleaseClaims(ctx context.Context, holder string) error {
+	tx, err := s.beginWrite(ctx)
+	if err != nil {
+		return fmt.Errorf("db: release outbox claims: %w", err)
+	}
+	defer tx.rollback()
+	if _, err := tx.exec(ctx, `DELETE FROM chat_outbox_claim WHERE holder = ?`, holder); err != nil {
+		return fmt.Errorf("db: release outbox claims: %w", err)
+	}
+	if err := tx.commit(); err != nil {
+		return fmt.Errorf("db: release outbox claims: %w", err)
+	}
+	return nil
+}

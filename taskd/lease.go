@@ -2,16 +2,12 @@ package taskd
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"agentgw/db"
-	"agentgw/internal/procgroup"
+	"agentgw/internal/instance"
 	"agentgw/runtime"
 	"agentgw/task"
 )
@@ -62,41 +58,6 @@ const (
 // change the task any more.
 var errLeaseLost = fmt.Errorf("%w: another gateway holds the task", runtime.ErrSettled)
 
-// newInstance makes an instance ID: random, followed where it can be by
-// the process's identity (boot ID, PID, start time), which lets another
-// gateway of this machine know at once that this one has gone.
-func newInstance() string {
-	var b [8]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic(err)
-	}
-	id := "gw-" + hex.EncodeToString(b[:])
-	if p, err := procgroup.Self(); err == nil {
-		id += fmt.Sprintf("@%s:%d:%d", p.BootID, p.PID, p.Start)
-	}
-	return id
-}
-
-// instanceGone reports whether the gateway of instance ID id is known to
-// be gone: it ran on this machine, in this boot, and its process has
-// ended.
-func instanceGone(id string) bool {
-	_, ident, ok := strings.Cut(id, "@")
-	if !ok {
-		return false
-	}
-	f := strings.Split(ident, ":")
-	if len(f) != 3 {
-		return false
-	}
-	pid, err1 := strconv.Atoi(f[1])
-	start, err2 := strconv.ParseUint(f[2], 10, 64)
-	if err1 != nil || err2 != nil {
-		return false
-	}
-	return procgroup.Gone(procgroup.Process{BootID: f[0], PID: pid, Start: start})
-}
-
 // Instance returns the service's instance ID, the holder of its leases.
 func (s *Service) Instance() string { return s.id }
 
@@ -115,7 +76,7 @@ func (s *Service) claimAll(ctx context.Context, limit int) ([]db.Claim, error) {
 		return nil, err
 	}
 	for _, h := range holders {
-		if h == s.id || !instanceGone(h) {
+		if h == s.id || !instance.Gone(h) {
 			continue
 		}
 		for room() > 0 {

@@ -55,6 +55,7 @@ import (
 	"time"
 
 	"agentgw/db"
+	"agentgw/internal/instance"
 	"agentgw/manifest"
 	"agentgw/runtime"
 	"agentgw/task"
@@ -234,7 +235,7 @@ func New(store *db.Store, opts Options) (*Service, error) {
 		opts.SignalPoll = DefaultSignalPoll
 	}
 	if opts.Instance == "" {
-		opts.Instance = newInstance()
+		opts.Instance = instance.New()
 	}
 	clock := opts.Clock
 	if clock == nil {
