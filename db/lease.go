@@ -98,113 +98,100 @@ func (t *TaskTx) PutSignal(sig TaskSignal) error {
 // RenewLeases extends every lease holder has to the store's now plus
 // lapse, and lists the tasks it holds: a task it ran that is not listed
 // was claimed by another gateway (its own lease had lapsed) or settled.
-func (s *Store) RenewLeases(ctx context.Context, holder string, lapse time.Duration) ([]string, error) {
-	tx, err := s.beginWrite(ctx)
+// It runs in the group commit, so that a gateway that can commit its tasks
+// renews its leases with them.
+func (t *TaskTx) RenewLeases(holder string, lapse time.Duration) ([]string, error) {
+	if _, err := t.tx.exec(t.ctx, sqlRenewLeases, millis(t.tx.now.Add(lapse)), holder); err != nil {
+		return nil, fmt.Errorf("db: renew leases: %w", err)
+	}
+	ids, err := t.tx.strings(t.ctx, sqlHeldTasks, holder)
 	if err != nil {
-		return nil, fmt.Errorf("db: renew leases: %w", err)
-	}
-	defer tx.rollback()
-	if _, err := tx.exec(ctx, sqlRenewLeases, millis(tx.now.Add(lapse)), holder); err != nil {
-		return nil, fmt.Errorf("db: renew leases: %w", err)
-	}
-	ids, err := tx.strings(ctx, sqlHeldTasks, holder)
-	if err != nil {
-		return nil, fmt.Errorf("db: renew leases: %w", err)
-	}
-	if err := tx.commit(); err != nil {
 		return nil, fmt.Errorf("db: renew leases: %w", err)
 	}
 	return ids, nil
 }
 
-// ClaimLapsed claims for holder up to limit tasks whose lease lapsed
-// before the store's now, each until now plus lapse, and returns them with
-// their records. Each claim is an UPDATE conditional on the lease still
-// being lapsed, so of two gateways claiming one task only one gets it.
-func (s *Store) ClaimLapsed(ctx context.Context, holder string, lapse time.Duration, limit int) ([]Claim, error) {
-	return s.claim(ctx, "claim lapsed leases", func(tx *txn) ([]Claim, error) {
-		rows, err := tx.query(ctx, sqlLapsed, millis(tx.now), limit)
-		if err != nil {
-			return nil, err
+// LeaseHolders lists, in the commit, the holders with a lease that has
+// not lapsed.
+func (t *TaskTx) LeaseHolders() ([]string, error) {
+	out, err := t.tx.strings(t.ctx, sqlHolders, millis(t.tx.now))
+	if err != nil {
+		return nil, fmt.Errorf("db: lease holders: %w", err)
+	}
+	return out, nil
+}
+
+// ClaimLapsed claims for holder, in the commit, up to limit tasks whose
+// lease lapsed before the commit's now, each until now plus lapse, and
+// returns them with their records. Each claim is an UPDATE conditional on
+// the lease still being lapsed, so of two gateways claiming one task only
+// one gets it, on any engine.
+func (t *TaskTx) ClaimLapsed(holder string, lapse time.Duration, limit int) ([]Claim, error) {
+	ctx, tx := t.ctx, t.tx
+	rows, err := tx.query(ctx, sqlLapsed, millis(tx.now), limit)
+	if err != nil {
+		return nil, fmt.Errorf("db: claim lapsed leases: %w", err)
+	}
+	var found []Claim
+	for rows.Next() {
+		var c Claim
+		if err := rows.Scan(&c.Task.ID, &c.From); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("db: claim lapsed leases: %w", err)
 		}
-		var out []Claim
-		for rows.Next() {
-			var c Claim
-			if err := rows.Scan(&c.Task.ID, &c.From); err != nil {
-				rows.Close()
-				return nil, err
-			}
+		found = append(found, c)
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return nil, fmt.Errorf("db: claim lapsed leases: %w", err)
+	}
+	var out []Claim
+	for _, c := range found {
+		res, err := tx.exec(ctx, sqlClaimLapsed, holder, millis(tx.now.Add(lapse)), c.Task.ID, millis(tx.now))
+		if err != nil {
+			return nil, fmt.Errorf("db: claim lapsed leases: %w", err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return nil, fmt.Errorf("db: claim lapsed leases: %w", err)
+		} else if n == 1 {
 			out = append(out, c)
 		}
-		if err := rows.Close(); err != nil {
-			return nil, err
-		}
-		if err := rows.Err(); err != nil {
-			return nil, err
-		}
-		claimed := out[:0]
-		for _, c := range out {
-			res, err := tx.exec(ctx, sqlClaimLapsed, holder, millis(tx.now.Add(lapse)), c.Task.ID, millis(tx.now))
-			if err != nil {
-				return nil, err
-			}
-			if n, err := res.RowsAffected(); err != nil {
-				return nil, err
-			} else if n == 1 {
-				claimed = append(claimed, c)
-			}
-		}
-		return claimed, nil
-	})
+	}
+	return t.claimed(out)
 }
 
-// ClaimFrom claims for holder up to limit tasks that from holds, whatever
-// their leases say: for a holder known to be dead before its leases lapse
-// (a gateway of this machine whose process has gone). Each claim is an
-// UPDATE conditional on from still holding the task.
-func (s *Store) ClaimFrom(ctx context.Context, holder, from string, lapse time.Duration, limit int) ([]Claim, error) {
-	return s.claim(ctx, "claim leases of a dead gateway", func(tx *txn) ([]Claim, error) {
-		ids, err := tx.strings(ctx, sqlHeldBy, from, limit)
+// ClaimFrom claims for holder, in the commit, up to limit tasks that from
+// holds, whatever their leases say: for a holder known to be dead before
+// its leases lapse (a gateway of this machine whose process has gone).
+// Each claim is an UPDATE conditional on from still holding the task.
+func (t *TaskTx) ClaimFrom(holder, from string, lapse time.Duration, limit int) ([]Claim, error) {
+	ctx, tx := t.ctx, t.tx
+	ids, err := tx.strings(ctx, sqlHeldBy, from, limit)
+	if err != nil {
+		return nil, fmt.Errorf("db: claim leases of a dead gateway: %w", err)
+	}
+	var out []Claim
+	for _, id := range ids {
+		res, err := tx.exec(ctx, sqlClaimFrom, holder, millis(tx.now.Add(lapse)), id, from)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("db: claim leases of a dead gateway: %w", err)
 		}
-		var out []Claim
-		for _, id := range ids {
-			res, err := tx.exec(ctx, sqlClaimFrom, holder, millis(tx.now.Add(lapse)), id, from)
-			if err != nil {
-				return nil, err
-			}
-			if n, err := res.RowsAffected(); err != nil {
-				return nil, err
-			} else if n == 1 {
-				out = append(out, Claim{Task: TaskRecord{ID: id}, From: from})
-			}
+		if n, err := res.RowsAffected(); err != nil {
+			return nil, fmt.Errorf("db: claim leases of a dead gateway: %w", err)
+		} else if n == 1 {
+			out = append(out, Claim{Task: TaskRecord{ID: id}, From: from})
 		}
-		return out, nil
-	})
+	}
+	return t.claimed(out)
 }
 
-// claim runs pick in a write transaction and fills in the record of every
-// task it claimed.
-func (s *Store) claim(ctx context.Context, what string, pick func(*txn) ([]Claim, error)) ([]Claim, error) {
-	tx, err := s.beginWrite(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("db: %s: %w", what, err)
-	}
-	defer tx.rollback()
-	claims, err := pick(tx)
-	if err != nil {
-		return nil, fmt.Errorf("db: %s: %w", what, err)
-	}
+// claimed fills in the record of every claimed task.
+func (t *TaskTx) claimed(claims []Claim) ([]Claim, error) {
 	for i := range claims {
-		rec, err := scanTask(tx.queryRow(ctx, sqlTaskByID, claims[i].Task.ID))
+		rec, err := t.Task(claims[i].Task.ID)
 		if err != nil {
-			return nil, fmt.Errorf("db: %s: %w", what, err)
+			return nil, fmt.Errorf("db: claim: %w", err)
 		}
 		claims[i].Task = rec
-	}
-	if err := tx.commit(); err != nil {
-		return nil, fmt.Errorf("db: %s: %w", what, err)
 	}
 	return claims, nil
 }
@@ -224,20 +211,6 @@ func (s *Store) ReleaseLeases(ctx context.Context, holder string) error {
 		return fmt.Errorf("db: release leases: %w", err)
 	}
 	return nil
-}
-
-// LeaseHolders lists the holders with a lease that has not lapsed.
-func (s *Store) LeaseHolders(ctx context.Context) ([]string, error) {
-	tx, err := s.beginRead(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("db: lease holders: %w", err)
-	}
-	defer tx.rollback()
-	out, err := tx.strings(ctx, sqlHolders, millis(tx.now))
-	if err != nil {
-		return nil, fmt.Errorf("db: lease holders: %w", err)
-	}
-	return out, tx.commit()
 }
 
 // Signals lists up to limit signals left for the tasks holder holds, by

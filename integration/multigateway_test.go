@@ -476,8 +476,10 @@ func TestProsodyWaiterTakesOver(t *testing.T) {
 		}
 	}
 
-	alice := login(t, "alice", harness.HomeDomain)
+	// The wire first: its check, a cleanup, runs after alice's session
+	// has closed and its drain has ended.
 	w := newTaskWire(t)
+	alice := login(t, "alice", harness.HomeDomain)
 	w.drain(alice)
 	// A task running on the connected gateway when it dies.
 	inv := marshalTask(t, task.Invoke{RequestID: newRequestID(t), Tool: "count", APIVersion: version, ManifestHash: mustDigest(t, hash),

@@ -62,45 +62,51 @@ var errLeaseLost = fmt.Errorf("%w: another gateway holds the task", runtime.ErrS
 func (s *Service) Instance() string { return s.id }
 
 // claimAll claims every task whose lease lapsed or whose holder is known
-// gone, up to limit (0: no limit).
+// gone, up to limit (0: no limit), claimBatch per group commit.
 func (s *Service) claimAll(ctx context.Context, limit int) ([]db.Claim, error) {
 	var out []db.Claim
-	room := func() int {
-		if limit <= 0 {
-			return claimBatch
+	for {
+		room := claimBatch
+		if limit > 0 {
+			room = min(room, limit-len(out))
 		}
-		return min(claimBatch, limit-len(out))
-	}
-	holders, err := s.store.LeaseHolders(ctx)
-	if err != nil {
-		return nil, err
-	}
-	for _, h := range holders {
-		if h == s.id || !instance.Gone(h) {
-			continue
+		if room <= 0 {
+			return out, nil
 		}
-		for room() > 0 {
-			cs, err := s.store.ClaimFrom(ctx, s.id, h, s.opts.LeaseLapse, room())
+		var got []db.Claim
+		err := s.commit(ctx, time.Time{}, false, func(tx *db.TaskTx) error {
+			got = nil
+			holders, err := tx.LeaseHolders()
 			if err != nil {
-				return out, err
+				return err
 			}
-			out = append(out, cs...)
-			if len(cs) == 0 {
-				break
+			for _, h := range holders {
+				if h == s.id || len(got) >= room || !instance.Gone(h) {
+					continue
+				}
+				cs, err := tx.ClaimFrom(s.id, h, s.opts.LeaseLapse, room-len(got))
+				if err != nil {
+					return err
+				}
+				got = append(got, cs...)
 			}
-		}
-	}
-	for room() > 0 {
-		cs, err := s.store.ClaimLapsed(ctx, s.id, s.opts.LeaseLapse, room())
+			if len(got) < room {
+				cs, err := tx.ClaimLapsed(s.id, s.opts.LeaseLapse, room-len(got))
+				if err != nil {
+					return err
+				}
+				got = append(got, cs...)
+			}
+			return nil
+		})
 		if err != nil {
 			return out, err
 		}
-		out = append(out, cs...)
-		if len(cs) == 0 {
-			break
+		out = append(out, got...)
+		if len(got) < room {
+			return out, nil
 		}
 	}
-	return out, nil
 }
 
 // adopt makes claimed tasks live here and returns their IDs, for recover.
@@ -149,7 +155,15 @@ func (s *Service) renew() {
 	s.mu.Unlock()
 	ctx, cancel := context.WithTimeout(s.ctx, leaseWriteTimeout)
 	defer cancel()
-	held, err := s.store.RenewLeases(ctx, s.id, s.opts.LeaseLapse)
+	// In the group commit: a gateway that can commit its tasks renews
+	// their leases with them, rather than waiting for the store's write
+	// lock apart.
+	var held []string
+	err := s.commit(ctx, time.Time{}, false, func(tx *db.TaskTx) error {
+		var err error
+		held, err = tx.RenewLeases(s.id, s.opts.LeaseLapse)
+		return err
+	})
 	if err != nil {
 		if s.ctx.Err() == nil {
 			s.log.Warn("taskd: leases not renewed", "err", err)
@@ -188,7 +202,11 @@ func (s *Service) takeOver() {
 	}
 	from := map[string]int{}
 	for _, c := range claims {
-		from[c.From]++
+		if c.From != s.id {
+			// Its own leases lapse when a gateway could not renew
+			// them in time; claimed back, they are no takeover.
+			from[c.From]++
+		}
 	}
 	for h, n := range from {
 		s.log.Info("taking over tasks of a gateway that stopped renewing its leases", "tasks", n, "from", h, "instance", s.id)
