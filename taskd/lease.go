@@ -282,6 +282,9 @@ func (s *Service) takeSignals() {
 		if !live {
 			continue
 		}
+		// The step that left the signal was committed elsewhere: the
+		// task's timer follows it here.
+		s.refreshWake(ctx, sig.TaskID)
 		switch sig.Kind {
 		case db.SignalInput:
 			s.deliverInput(sig.TaskID, sig.Payload)
@@ -295,6 +298,24 @@ func (s *Service) takeSignals() {
 		// answer twice, as after a restart.
 		s.log.Warn("taskd: deleting signals", "err", err)
 	}
+}
+
+// refreshWake sets a live task's timer from its committed state, after a
+// step another gateway committed.
+func (s *Service) refreshWake(ctx context.Context, id string) {
+	rec, err := s.store.Task(ctx, id)
+	if err != nil {
+		return
+	}
+	t, err := decode(rec)
+	if err != nil || t.State.Terminal() {
+		return
+	}
+	s.mu.Lock()
+	if lt := s.live[id]; lt != nil {
+		s.setWakeLocked(lt, t.NextWake())
+	}
+	s.mu.Unlock()
 }
 
 // signal leaves sig for the holder of its task if that is another
