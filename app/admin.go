@@ -49,15 +49,15 @@ func OpenAdmin(ctx context.Context, path string, note io.Writer) (*Admin, error)
 	return a, nil
 }
 
-// OpenStore opens the store of database.path; a migration is said on note
-// unless it is nil.
+// OpenStore opens the store of database.path or database.url; a
+// migration is said on note unless it is nil.
 func (a *Admin) OpenStore(ctx context.Context, note io.Writer) error {
-	store, err := db.Open(ctx, a.cfg.DatabasePath)
+	store, err := openStore(ctx, a.cfg.Database)
 	if err != nil {
 		return err
 	}
 	if m := store.Migrated(); m.Backup != "" && note != nil {
-		fmt.Fprintf(note, "agentgw: migrated %s from schema version %d to %d; the database before it is at %s\n", a.cfg.DatabasePath, m.From, m.To, m.Backup)
+		fmt.Fprintf(note, "agentgw: migrated %s from schema version %d to %d; the database before it is at %s\n", a.cfg.Database.Redacted(), m.From, m.To, m.Backup)
 	}
 	a.Store = store
 	return nil
@@ -71,8 +71,19 @@ func (a *Admin) Close() error {
 	return a.Store.Close()
 }
 
-// DatabasePath is database.path, resolved.
-func (a *Admin) DatabasePath() string { return a.cfg.DatabasePath }
+// Database names the store for messages: database.path, resolved, or
+// database.url without its password.
+func (a *Admin) Database() string { return a.cfg.Database.Redacted() }
+
+// openStore opens the configured store. A failure names the key it came
+// from, with the URL's password left out.
+func openStore(ctx context.Context, d config.Database) (*db.Store, error) {
+	store, err := db.Open(ctx, d.Store())
+	if err != nil && d.DatabaseURL != "" {
+		return nil, fmt.Errorf("database.url: %w", err)
+	}
+	return store, err
+}
 
 // Domain is component.domain.
 func (a *Admin) Domain() string { return a.cfg.Domain.Domainpart() }

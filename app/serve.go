@@ -12,7 +12,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime/debug"
 	"syscall"
 	"time"
@@ -51,13 +50,13 @@ func Serve(ctx context.Context, path string, stderr io.Writer) error {
 	}
 	log := newLogger(cfg.Log, stderr)
 
-	store, err := db.Open(ctx, cfg.DatabasePath)
+	store, err := openStore(ctx, cfg.Database)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
 	if m := store.Migrated(); m.Backup != "" {
-		log.Info("database migrated", "path", cfg.DatabasePath, "from_schema", m.From, "to_schema", m.To, "backup", m.Backup)
+		log.Info("database migrated", "path", cfg.Database.Redacted(), "from_schema", m.From, "to_schema", m.To, "backup", m.Backup)
 	}
 	if err := store.Check(ctx); err != nil {
 		return err
@@ -87,7 +86,7 @@ func Serve(ctx context.Context, path string, stderr io.Writer) error {
 	}
 	sb.announce(cfg.Sandbox, hasChildren(cfg), log)
 	gw := gateway.New(GatewayOptions(cfg), store, log)
-	stateDir := filepath.Dir(cfg.DatabasePath)
+	stateDir := cfg.StateDir
 	hosted, err := Runtimes(ctx, store, cfg.Endpoints, RuntimeOptions{Availability: gw.Availability(), Log: log, Tracker: procs,
 		StateDir: stateDir, Sandbox: sb})
 	if err != nil {
@@ -123,7 +122,7 @@ func Serve(ctx context.Context, path string, stderr io.Writer) error {
 			}
 		}
 	}()
-	log.Info("agentgw starting", "config", path, "domain", cfg.Domain.String(), "database", cfg.DatabasePath)
+	log.Info("agentgw starting", "config", path, "domain", cfg.Domain.String(), "database", cfg.Database.Redacted())
 	err = gw.Run(ctx)
 	log.Info("agentgw stopped")
 	return err

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"agentgw/db"
+	"agentgw/internal/instance"
 	"agentgw/policy"
 	"agentgw/wire"
 
@@ -41,6 +42,9 @@ const (
 	// another process put there (agentgw check-blocking's probes), when
 	// the database has changed since.
 	outboxPoll = time.Second
+	// outboxRecheck is every how many polls the outbox is looked at even
+	// if the database did not change, for claims that lapsed.
+	outboxRecheck = 5
 )
 
 // Answerer produces the answer of an endpoint to one message. It sees an
@@ -87,6 +91,9 @@ type Options struct {
 	// oldest message is dropped (and logged).
 	QueueMax int
 	Log      *slog.Logger
+	// Instance names this gateway among several on one store: the holder
+	// of its outbox claims (db.ChatClaimOutbox). "" makes a fresh one.
+	Instance string
 }
 
 // Service is the chat side of the gateway: it takes the messages the
@@ -114,6 +121,9 @@ func New(opts Options) *Service {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	if opts.Instance == "" {
+		opts.Instance = instance.New()
+	}
 	return &Service{opts: opts, log: log, jobs: make(chan func(context.Context), maxPending), wake: make(chan struct{}, 1),
 		queued: map[string]chan struct{}{}}
 }
@@ -137,6 +147,32 @@ func (s *Service) Close() {
 		s.cancel()
 	}
 	s.wg.Wait()
+	if s.cancel != nil {
+		// What this gateway claimed and did not send is for the next
+		// one (or the next start) to send now.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := s.opts.Store.ChatReleaseClaims(ctx, s.opts.Instance); err != nil {
+			s.log.Warn("chat: outbox claims not released; other gateways send the messages once they lapse", "err", err)
+		}
+	}
+}
+
+// releaseGone drops the outbox claims of gateways of this machine whose
+// process is gone (a crash), so that their messages are sent without
+// waiting for the claims to lapse.
+func (s *Service) releaseGone() {
+	holders, err := s.opts.Store.ChatClaimHolders(s.ctx)
+	if err != nil {
+		return
+	}
+	for _, h := range holders {
+		if h != s.opts.Instance && instance.Gone(h) {
+			if err := s.opts.Store.ChatReleaseClaims(s.ctx, h); err != nil && s.ctx.Err() == nil {
+				s.log.Warn("chat: outbox claims of a gone gateway not released", "err", err)
+			}
+		}
+	}
 }
 
 // Chats reports whether endpoint answers messages from requester: the
@@ -397,13 +433,25 @@ func (s *Service) sendOutbox() {
 	defer s.wg.Done()
 	tick := time.NewTicker(outboxPoll)
 	defer tick.Stop()
-	var seen int64
+	var (
+		seen  int64
+		ticks int
+	)
+	s.releaseGone()
 	for {
 		select {
 		case <-s.ctx.Done():
 			return
 		case <-s.wake:
 		case <-tick.C:
+			ticks++
+			// Every outboxRecheck ticks, look again whatever changed:
+			// another gateway's claims may have lapsed, or its process
+			// gone.
+			if ticks%outboxRecheck == 0 {
+				s.releaseGone()
+				break
+			}
 			// Cheap when nothing changed: PRAGMA data_version.
 			v, err := s.opts.Store.DataVersion(s.ctx)
 			if err != nil || v == seen {
@@ -435,7 +483,7 @@ func (s *Service) sendBatch(ctx context.Context) (more bool, err error) {
 	if err := s.opts.Ready(ctx); err != nil {
 		return false, err
 	}
-	batch, err := s.opts.Store.ChatOutbox(ctx, outboxBatch)
+	batch, err := s.opts.Store.ChatClaimOutbox(ctx, s.opts.Instance, outboxBatch)
 	if err != nil {
 		return false, err
 	}

@@ -138,14 +138,13 @@ func Handler(ctx context.Context, o Options) http.Handler {
 		servers[ep] = s
 		go s.watch(ctx)
 	}
-	streamable := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
+	// (The front checks the Host of every request.)
+	streamable := layer.Streamable(func(r *http.Request) *mcp.Server {
 		if s := endpoint(auth.TokenInfoFromContext(r.Context())); s != nil {
 			return s.mcp
 		}
 		return nil
-	}, &mcp.StreamableHTTPOptions{Logger: o.Log, SessionTimeout: sessionTimeout,
-		// The front checks the Host of every request.
-		DisableLocalhostProtection: true})
+	}, layer.StreamableOptions{Log: o.Log, SessionTimeout: sessionTimeout})
 	mux := http.NewServeMux()
 	mux.Handle(mcpface.Path, front.MCP(streamable))
 	return front.Guard(mux, o.AllowedOrigins)
@@ -159,6 +158,7 @@ func newEndpointServer(o *Options, endpoint string, refused func(ctx context.Con
 			"recently or subscribe to its presence (its subscribers are the xmpp: resources), and never after a bounce until they write again.",
 		Logger:                    slog.New(slog.DiscardHandler),
 		SupportedProtocolVersions: mcpface.ProtocolVersions,
+		SetCacheable:              layer.SetCacheable,
 		Capabilities:              &mcp.ServerCapabilities{Resources: &mcp.ResourceCapabilities{ListChanged: true}},
 	})
 	for _, t := range tools {

@@ -72,12 +72,20 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
+// connect opens a session of MCP 2025-11-25 (the revision with sessions).
 func connect(t *testing.T, url, tok string) (*mcp.ClientSession, error) {
+	return connectAt(t, url, tok, "2025-11-25", nil)
+}
+
+// connectAt connects a go-sdk client at revision (one of the current
+// revision opens no session).
+func connectAt(t *testing.T, url, tok, revision string, opts *mcp.ClientOptions) (*mcp.ClientSession, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{tok}}, MaxRetries: -1}, nil)
+	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, opts)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{tok}}, MaxRetries: -1},
+		&mcp.ClientSessionOptions{ProtocolVersion: revision})
 	if err == nil {
 		t.Cleanup(func() { cs.Close() })
 	}
@@ -198,5 +206,58 @@ func TestSessionsCountedAtomically(t *testing.T) {
 	}
 	if n := layer.Refused.Value("chat", layer.ReasonSessions) - before; n != 18 {
 		t.Errorf("counted %d session refusals, want 18", n)
+	}
+}
+
+// TestCurrentRevision: [chat] mcp_listen serves go-sdk's client at its
+// default revision (2026-07-28) without a session: 100 calls leave the
+// token's two sessions (max_sessions_per_token) whole for older clients.
+func TestCurrentRevision(t *testing.T) {
+	url, _, id := startChat(t, 2)
+	cs, err := connectAt(t, url, token, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := cs.InitializeResult().ProtocolVersion; v != layer.Current || cs.ID() != "" {
+		t.Fatalf("negotiated %s, session %q", v, cs.ID())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for i := range 100 {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "GetMessage", Arguments: map[string]any{"MessageId": id}})
+		if err != nil || res.IsError {
+			t.Fatalf("call %d: %v %v", i+1, err, res)
+		}
+	}
+	for i := range 2 {
+		if _, err := connect(t, url, token); err != nil {
+			t.Fatalf("session %d: %v", i+1, err)
+		}
+	}
+	if code, body := post(t, url, token, initialize); code != http.StatusTooManyRequests {
+		t.Errorf("third session: %d %s", code, body)
+	}
+	// The revision's cache hints and header check, as on agentgw mcp.
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"}}`
+	for _, c := range []struct{ method, header, want string }{
+		{"tools/list", "tools/list", `"cacheScope":"private"`},
+		{"resources/list", "resources/list", `"ttlMs":0`},
+		{"tools/list", "resources/list", `-32020`},
+	} {
+		req, _ := http.NewRequest("POST", url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"`+c.method+`","params":{`+meta+`}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Mcp-Protocol-Version", layer.Current)
+		req.Header.Set("Mcp-Method", c.header)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !strings.Contains(string(b), c.want) {
+			t.Errorf("%s (Mcp-Method %s): %d %s, want %s", c.method, c.header, resp.StatusCode, b, c.want)
+		}
 	}
 }

@@ -31,6 +31,6 @@ func backup(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := adm.Store.Backup(ctx, pos[0]); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "backed up %s to %s\n", adm.DatabasePath(), pos[0])
+	fmt.Fprintf(stdout, "backed up %s to %s\n", adm.Database(), pos[0])
 	return nil
 }

@@ -36,6 +36,7 @@ commands:
   mcp -config FILE [-account JID] [-http ADDR]
                                           the XMPP MCP Server: MCP over stdio (or HTTP at ADDR/mcp) as an account
   backup -config FILE DEST                write a consistent copy of the database, also while serving
+  store copy -config FILE TARGET          copy the store into an empty one: a SQLite path or a postgres:// URL
   check-blocking -config FILE -endpoint JID -account JID -password-file FILE [-server HOST:PORT]
                                           show that the account's server enforces XEP-0191 blocking of a chatting endpoint
   manifest hash [-config FILE] FILE.json  validate a manifest; print JID VERSION sha-256 HASH
@@ -105,6 +106,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return backup(ctx, rest, stdout)
 	case "check-blocking":
 		return checkBlocking(ctx, rest, stdout)
+	case "store":
+		if len(rest) == 0 {
+			return fmt.Errorf("%w: store needs a subcommand", errUsage)
+		}
+		return store(ctx, rest[0], rest[1:], stdout)
 	case "manifest":
 		if len(rest) == 0 || rest[0] != "hash" {
 			return fmt.Errorf("%w: manifest takes the subcommand hash", errUsage)

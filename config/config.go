@@ -238,5 +238,5 @@ func resolve(dir, p string) string {
 
 // String describes the file for logs without the secret.
 func (c *Config) String() string {
-	return "domain=" + c.Domain.String() + " server=" + c.Server + " tls=" + strconv.FormatBool(c.TLS) + " db=" + c.DatabasePath
+	return "domain=" + c.Domain.String() + " server=" + c.Server + " tls=" + strconv.FormatBool(c.TLS) + " db=" + c.Database.Redacted()
 }

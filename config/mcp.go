@@ -332,13 +332,15 @@ func (m MCPServerFile) build(dir string, needAccount bool, p *problems) *MCPServ
 
 // buildAgents validates mcp.agent_poll_seconds and the [[mcp.agent]]
 // entries. A prefix must be unique and fit MCP's name grammar, so that
-// two agents never project the same MCP name.
+// two agents never project the same MCP name; an empty one keeps the
+// agent's tool names, and two such agents must not list the same tool
+// (other collisions are found when projected, by mcpface).
 func (m MCPServerFile) buildAgents(p *problems) []MCPAgent {
 	if m.AgentPollSeconds < MinAgentPollSeconds || m.AgentPollSeconds > MaxAgentPollSeconds {
 		p.bad("mcp.agent_poll_seconds", "must be between %d and %d", MinAgentPollSeconds, MaxAgentPollSeconds)
 	}
 	var out []MCPAgent
-	prefixes := map[string]int{}
+	prefixes, unprefixed := map[string]int{}, map[string]int{}
 	for i, a := range m.Agents {
 		key := fmt.Sprintf("mcp.agent[%d]", i)
 		ag := MCPAgent{Prefix: a.Prefix, Tools: a.Tools}
@@ -350,10 +352,11 @@ func (m MCPServerFile) buildAgents(p *problems) []MCPAgent {
 		}
 		switch {
 		case a.Prefix == "":
-			p.bad(key+".prefix", "required")
-			ok = false
+			// The agent's tools keep their own names; a name that
+			// collides with another tool is refused when projected
+			// (mcpface), naming both.
 		case len(a.Prefix) > MaxAgentPrefixBytes || !mcpNameChars(a.Prefix):
-			p.bad(key+".prefix", "must be 1 to %d characters of A-Z a-z 0-9 . - (MCP's tool name grammar, without _)", MaxAgentPrefixBytes)
+			p.bad(key+".prefix", "must be empty, or 1 to %d characters of A-Z a-z 0-9 . - (MCP's tool name grammar, without _)", MaxAgentPrefixBytes)
 			ok = false
 		default:
 			if prev, dup := prefixes[a.Prefix]; dup {
@@ -377,6 +380,15 @@ func (m MCPServerFile) buildAgents(p *problems) []MCPAgent {
 				ok = false
 			}
 			seen[t] = true
+			// Two agents without a prefix that name the same tool
+			// would project the same MCP name.
+			if a.Prefix == "" && t != "*" && t != "" {
+				if prev, dup := unprefixed[t]; dup && prev != i {
+					p.bad(fmt.Sprintf("%s.tools[%d]", key, k), "%q is also projected without a prefix by mcp.agent[%d]: the MCP tool names would collide", t, prev)
+					ok = false
+				}
+				unprefixed[t] = i
+			}
 		}
 		if ok {
 			out = append(out, ag)

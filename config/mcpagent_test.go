@@ -29,14 +29,28 @@ prefix = "demo.v1"
 	}
 }
 
+// TestMCPAgentNoPrefix: prefix = "" is allowed (the tools keep their
+// names), for several agents whose listed tools differ.
+func TestMCPAgentNoPrefix(t *testing.T) {
+	body := mcpOnly + "\n[[mcp.agent]]\njid = \"a@b\"\ntools = [\"*\"]\nprefix = \"\"\n" +
+		"\n[[mcp.agent]]\njid = \"c@d\"\ntools = [\"echo\"]\nprefix = \"\"\n"
+	c, err := config.LoadMCP(mcpDir(t, body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.MCP.Agents) != 2 || c.MCP.Agents[0].Prefix != "" || c.MCP.Agents[1].Prefix != "" {
+		t.Fatalf("agents: %+v", c.MCP.Agents)
+	}
+}
+
 func TestMCPAgentErrors(t *testing.T) {
 	agent := func(jid, tools, prefix string) string {
 		return "\n[[mcp.agent]]\njid = " + jid + "\ntools = " + tools + "\nprefix = " + prefix + "\n"
 	}
 	for _, c := range []struct{ body, want string }{
 		{agent(`"a@b"`, `["*"]`, `"x"`) + agent(`"c@d"`, `["*"]`, `"x"`), `mcp.agent[1].prefix: "x" is already the prefix of mcp.agent[0]`},
-		{agent(`"a@b"`, `["*"]`, `"we_ather"`), "mcp.agent[0].prefix: must be 1 to 64"},
-		{agent(`"a@b"`, `["*"]`, `""`), "mcp.agent[0].prefix: required"},
+		{agent(`"a@b"`, `["*"]`, `"we_ather"`), "mcp.agent[0].prefix: must be empty, or 1 to 64"},
+		{agent(`"a@b"`, `["echo", "x"]`, `""`) + agent(`"c@d"`, `["echo"]`, `""`), `mcp.agent[1].tools[0]: "echo" is also projected without a prefix by mcp.agent[0]`},
 		{agent(`"b"`, `["*"]`, `"x"`), "mcp.agent[0].jid: must be the bare JID"},
 		{agent(`"a@b"`, `[]`, `"x"`), "mcp.agent[0].tools: required"},
 		{agent(`"a@b"`, `["*", "echo"]`, `"x"`), `mcp.agent[0].tools: "*" stands alone`},

@@ -12,6 +12,7 @@ import (
 )
 
 func TestCheck(t *testing.T) {
+	sqliteOnly(t, "journal mode and quick_check of the file")
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "agentgw.db")
 	s, err := db.Open(ctx, path)
@@ -58,6 +59,7 @@ func TestCheck(t *testing.T) {
 // Backup copies what was committed when it began, while writes go on, and
 // refuses a destination that exists.
 func TestBackup(t *testing.T) {
+	sqliteOnly(t, "VACUUM INTO; PostgreSQL is backed up with pg_dump")
 	ctx := context.Background()
 	dir := t.TempDir()
 	s, _ := openAt(t, filepath.Join(dir, "agentgw.db"))

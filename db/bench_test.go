@@ -3,7 +3,6 @@ package db_test
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -31,7 +30,7 @@ func benchJID(i int) string { return fmt.Sprintf("agent%06d@agents.example", i) 
 // durable commits (see BenchmarkRegisterAndActivate).
 func benchStore(b *testing.B, n int) *db.Store {
 	b.Helper()
-	s, _ := openAt(b, filepath.Join(b.TempDir(), "bench.db"))
+	s, _ := openAt(b, newLocation(b))
 	vs := make([]db.Version, n)
 	for i := range vs {
 		vs[i] = manifest(benchJID(i), "1.0.0", fmt.Sprintf("agent %d", i), "")

@@ -201,13 +201,10 @@ func (s *Store) ChatSend(ctx context.Context, m ChatOut, within time.Duration) (
 		return m, err
 	}
 	m.Created = tx.now
-	res, err := tx.exec(ctx, `INSERT INTO chat_outbox (endpoint_jid, recipient, peer, origin_id, type, body, lang, reply_to, reply_id, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		m.Endpoint, m.Recipient, m.Peer, m.OriginID, m.Type, m.Body, m.Lang, m.ReplyTo, m.ReplyID, millis(m.Created))
+	err = tx.queryRow(ctx, `INSERT INTO chat_outbox (endpoint_jid, recipient, peer, origin_id, type, body, lang, reply_to, reply_id, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq`,
+		m.Endpoint, m.Recipient, m.Peer, m.OriginID, m.Type, m.Body, m.Lang, m.ReplyTo, m.ReplyID, millis(m.Created)).Scan(&m.Seq)
 	if err != nil {
-		return m, fmt.Errorf("db: chat send from %s: %w", m.Endpoint, err)
-	}
-	if m.Seq, err = res.LastInsertId(); err != nil {
 		return m, fmt.Errorf("db: chat send from %s: %w", m.Endpoint, err)
 	}
 	if err := tx.commit(); err != nil {
@@ -290,13 +287,10 @@ func (s *Store) ChatEnqueue(ctx context.Context, m ChatIn, peer string, max int)
 		return m, nil, err
 	}
 	m.Received = tx.now
-	res, err := tx.exec(ctx, `INSERT INTO chat_queue (endpoint_jid, id, sender, recipient, type, body, subject, thread, parent, lang, stanza_id, received_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		m.Endpoint, m.ID, m.Sender, m.Recipient, m.Type, m.Body, m.Subject, m.Thread, m.Parent, m.Lang, m.StanzaID, millis(m.Received))
+	err = tx.queryRow(ctx, `INSERT INTO chat_queue (endpoint_jid, id, sender, recipient, type, body, subject, thread, parent, lang, stanza_id, received_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq`,
+		m.Endpoint, m.ID, m.Sender, m.Recipient, m.Type, m.Body, m.Subject, m.Thread, m.Parent, m.Lang, m.StanzaID, millis(m.Received)).Scan(&m.Seq)
 	if err != nil {
-		return m, nil, fmt.Errorf("db: chat enqueue to %s: %w", m.Endpoint, err)
-	}
-	if m.Seq, err = res.LastInsertId(); err != nil {
 		return m, nil, fmt.Errorf("db: chat enqueue to %s: %w", m.Endpoint, err)
 	}
 	rows, err := tx.query(ctx, `SELECT id FROM chat_queue WHERE endpoint_jid = ?

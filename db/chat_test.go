@@ -132,7 +132,7 @@ func chatRows(t *testing.T, s *db.Store, endpoint string) map[string]int {
 	n := map[string]int{}
 	for _, table := range []string{"chat_contact", "chat_outbox", "chat_queue"} {
 		var c int
-		if err := db.ReaderPool(s).QueryRow("SELECT count(*) FROM "+table+" WHERE endpoint_jid = ?", endpoint).Scan(&c); err != nil {
+		if err := db.ReaderPool(s).QueryRow(db.Q(s, "SELECT count(*) FROM "+table+" WHERE endpoint_jid = ?"), endpoint).Scan(&c); err != nil {
 			t.Fatal(err)
 		}
 		n[table] = c

@@ -1,5 +1,8 @@
-// Package db is agentgw's SQLite store: endpoints, immutable manifest
-// versions, the active-version pointer and presence subscriptions.
+// Package db is agentgw's store: endpoints, immutable manifest versions,
+// the active-version pointer and presence subscriptions, tasks, chat and
+// the search index. It has two engines behind one Store: SQLite (a path,
+// the default, described here) and PostgreSQL (a postgres:// URL,
+// postgres.go). Nothing outside this package knows which one it has.
 //
 // The store uses the pure-Go modernc.org/sqlite driver so the binary stays
 // static. It keeps two connection pools on one database file in WAL mode: a
@@ -110,11 +113,22 @@ type Store struct {
 
 	// migration is what Open did to the schema.
 	migration Migration
+
+	// pg is set when the store is a PostgreSQL database (postgres.go);
+	// readOpts are the options of its read transactions.
+	pg       bool
+	readOpts *sql.TxOptions
 }
 
 // Open opens (creating if needed) the database at path and brings its schema
 // up to date. It refuses a database written by a newer binary.
+//
+// A path that is a postgres:// or postgresql:// URL opens that PostgreSQL
+// database instead (postgres.go).
 func Open(ctx context.Context, path string) (*Store, error) {
+	if isPostgresURL(path) {
+		return openPostgres(ctx, path)
+	}
 	if path == "" || strings.ContainsRune(path, '?') {
 		// modernc splits the DSN at the first '?'.
 		return nil, fmt.Errorf("db: open: invalid path %q", path)
@@ -181,14 +195,18 @@ func Open(ctx context.Context, path string) (*Store, error) {
 // took before changing an existing one: the caller logs it.
 func (s *Store) Migrated() Migration { return s.migration }
 
-// Path returns the database file the store was opened on.
+// Path returns the database file the store was opened on; for PostgreSQL,
+// its URL without the password.
 func (s *Store) Path() string { return s.path }
 
 // Close closes the database. Calls in progress finish first.
 func (s *Store) Close() error {
-	s.dataVersionMu.Lock()
-	err := s.dataVersionConn.Close()
-	s.dataVersionMu.Unlock()
+	var err error
+	if s.dataVersionConn != nil {
+		s.dataVersionMu.Lock()
+		err = s.dataVersionConn.Close()
+		s.dataVersionMu.Unlock()
+	}
 	for _, st := range s.hotReads {
 		err = errors.Join(err, st.Close())
 	}
@@ -204,7 +222,13 @@ func (s *Store) Close() error {
 // PRAGMA data_version is only meaningful when compared on one connection, so
 // the store holds one reader connection for it. It is not run inside a
 // transaction, since a transaction would pin the snapshot being observed.
+//
+// On PostgreSQL it is the store's generation, which every write
+// transaction moves on (postgres.go).
 func (s *Store) DataVersion(ctx context.Context) (int64, error) {
+	if s.pg {
+		return s.pgGeneration(ctx)
+	}
 	s.dataVersionMu.Lock()
 	defer s.dataVersionMu.Unlock()
 	var v int64
@@ -220,14 +244,33 @@ func (s *Store) beginWrite(ctx context.Context) (*txn, error) {
 	if memoryOnly(ctx) {
 		return nil, ErrWouldBlock
 	}
+	t, err := s.beginWriteTx(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// Any write may have changed the directory: the next search checks
+	// the search generation (search_mem.go).
+	t.committed = s.mem.markDirty
+	return t, nil
+}
+
+// beginWriteTx starts a write transaction: IMMEDIATE on SQLite's one
+// writer connection; on PostgreSQL, one that first takes the store's write
+// lock (postgres.go), so that writers run one at a time as on SQLite.
+func (s *Store) beginWriteTx(ctx context.Context) (*txn, error) {
 	tx, err := s.writer.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
-	t := newTxn(tx, s.Now().UTC())
-	// Any write may have changed the directory: the next search checks
-	// the search generation (search_mem.go).
-	t.committed = s.mem.markDirty
+	t := s.newTxn(tx, s.Now().UTC())
+	if s.pg {
+		t.write = true
+		t.ctx = ctx
+		if err := pgLockWrites(ctx, tx); err != nil {
+			tx.Rollback()
+			return nil, err
+		}
+	}
 	return t, nil
 }
 
@@ -237,11 +280,11 @@ func (s *Store) beginRead(ctx context.Context) (*txn, error) {
 	if memoryOnly(ctx) {
 		return nil, ErrWouldBlock
 	}
-	tx, err := s.reader.BeginTx(ctx, nil)
+	tx, err := s.reader.BeginTx(ctx, s.readOpts)
 	if err != nil {
 		return nil, err
 	}
-	t := newTxn(tx, s.Now().UTC())
+	t := s.newTxn(tx, s.Now().UTC())
 	t.hot = s.hotReads
 	return t, nil
 }

@@ -193,6 +193,7 @@ func TestDirectoryDeniesByDefault(t *testing.T) {
 // tables: the unscoped ones range-search the primary key in order, and the
 // scoped ones probe the primary key once per listed JID.
 func TestDirectoryQueryPlans(t *testing.T) {
+	sqliteOnly(t, "EXPLAIN QUERY PLAN")
 	s := directoryStore(t)
 	for name, query := range db.DirectoryQueries {
 		t.Run(name, func(t *testing.T) {

@@ -1,6 +1,9 @@
 package db
 
-import "database/sql"
+import (
+	"context"
+	"database/sql"
+)
 
 // Test hooks: these are compiled only into this package's tests.
 
@@ -10,6 +13,17 @@ const ReaderConns = readerConns
 
 // SchemaVersion is the schema version this binary writes.
 func SchemaVersion() int { return len(migrations) }
+
+// Q returns query, written for SQLite, in the store's dialect.
+func Q(s *Store, query string) string {
+	if s.pg {
+		return pgQuery(query)
+	}
+	return query
+}
+
+// OnPostgres reports whether s is a PostgreSQL store.
+func OnPostgres(s *Store) bool { return s.pg }
 
 // WriterPool returns the store's writer pool.
 func WriterPool(s *Store) *sql.DB { return s.writer }
@@ -26,3 +40,15 @@ var DirectoryQueries = map[string]string{
 	"asc-scope":   directoryAscScoped,
 	"desc-scope":  directoryDescScoped,
 }
+
+// BeginWrite starts a write transaction of s, for tests of the write lock.
+func BeginWrite(ctx context.Context, s *Store) (*sql.Tx, error) {
+	t, err := s.beginWriteTx(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return t.tx, nil
+}
+
+// Rollback aborts tx.
+func Rollback(tx *sql.Tx) { tx.Rollback() }

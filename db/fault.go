@@ -23,7 +23,7 @@ var ErrBatchFailed = errors.New("db: group commit failed")
 // SQLITE_PROTOCOL (a WAL lock race), or a group commit that failed as a
 // whole. The write that failed left nothing behind and may be tried again.
 func Transient(err error) bool {
-	if errors.Is(err, ErrBatchFailed) {
+	if errors.Is(err, ErrBatchFailed) || pgTransient(err) {
 		return true
 	}
 	switch primaryCode(err) {
@@ -36,8 +36,10 @@ func Transient(err error) bool {
 
 // DiskFull reports whether err is SQLITE_FULL: the file system holding the
 // database (or its write-ahead log) has no space left.
+//
+// On PostgreSQL it is SQLSTATE 53100 (disk_full).
 func DiskFull(err error) bool {
-	return primaryCode(err) == sqlite3.SQLITE_FULL
+	return primaryCode(err) == sqlite3.SQLITE_FULL || pgCode(err) == "53100"
 }
 
 // primaryCode returns the primary SQLite result code of err, or 0.

@@ -101,6 +101,10 @@ func (s *Store) NewGroupCommitter(ctx context.Context, maxBatch int) (*GroupComm
 		batch:    make([]*commitOp, 0, maxBatch),
 	}
 	c.idle = sync.NewCond(&c.mu)
+	if s.pg {
+		// pgx prepares and caches statements per connection itself.
+		return c, nil
+	}
 	for _, q := range taskWrites {
 		st, err := s.writer.PrepareContext(ctx, q)
 		if err != nil {
@@ -278,11 +282,10 @@ func runHook(h func()) (panicked any) {
 // An error is the batch's: it fails every closure that had not failed on
 // its own.
 func (c *GroupCommitter) runBatch(ctx context.Context, batch []*commitOp) error {
-	sqlTx, err := c.s.writer.BeginTx(ctx, nil)
+	tx, err := c.s.beginWriteTx(ctx)
 	if err != nil {
 		return fmt.Errorf("%w: begin: %w", ErrBatchFailed, err)
 	}
-	tx := newTxn(sqlTx, c.s.Now().UTC())
 	tx.hot = c.stmts
 	defer tx.rollback()
 	if len(batch) == 1 {
@@ -295,6 +298,10 @@ func (c *GroupCommitter) runBatch(ctx context.Context, batch []*commitOp) error 
 		}
 		op.hooks = tt.hooks
 		if err := tx.commit(); err != nil {
+			if swallowedFailure(err) {
+				op.err, op.hooks = errSwallowed(err), nil
+				return nil
+			}
 			return fmt.Errorf("%w: %w", ErrBatchFailed, err)
 		}
 		return nil
@@ -312,13 +319,35 @@ func (c *GroupCommitter) runBatch(ctx context.Context, batch []*commitOp) error 
 			op.hooks = tt.hooks
 		}
 		if _, err := tx.exec(ctx, sqlRelease); err != nil {
-			return fmt.Errorf("%w: release: %w", ErrBatchFailed, err)
+			if !swallowedFailure(err) {
+				return fmt.Errorf("%w: release: %w", ErrBatchFailed, err)
+			}
+			// This closure's own failed statement: undo it alone.
+			op.err, op.hooks = errSwallowed(err), nil
+			if _, err := tx.exec(ctx, sqlRollback); err != nil {
+				return fmt.Errorf("%w: roll back a closure: %w", ErrBatchFailed, err)
+			}
+			if _, err := tx.exec(ctx, sqlRelease); err != nil {
+				return fmt.Errorf("%w: release: %w", ErrBatchFailed, err)
+			}
 		}
 	}
 	if err := tx.commit(); err != nil {
 		return fmt.Errorf("%w: %w", ErrBatchFailed, err)
 	}
 	return nil
+}
+
+// swallowedFailure reports whether err is PostgreSQL's refusal to go on
+// with a transaction in which a statement failed (25P02): a closure that
+// got a statement's error and returned nil. SQLite undoes the failed
+// statement alone and goes on; PostgreSQL needs the savepoint undone.
+func swallowedFailure(err error) bool { return pgCode(err) == "25P02" }
+
+// errSwallowed is the outcome of a closure that swallowed a failed
+// statement: nothing it wrote is committed, and the rest of its batch is.
+func errSwallowed(err error) error {
+	return fmt.Errorf("db: group commit: a statement of the closure failed and it did not return the error; nothing it wrote was committed: %w", err)
 }
 
 // runClosure runs fn, turning a panic into its error so that one bad

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"agentgw/db"
+	"agentgw/internal/pgtest"
 )
 
 // epoch is the fixed instant of the test clock.
@@ -53,10 +54,22 @@ func openAt(t testing.TB, path string) (*db.Store, *clock) {
 	return s, c
 }
 
-// newStore opens a fresh store in a temporary directory.
+// newStore opens a fresh store: a file in a temporary directory, or in the
+// PostgreSQL pass (main_test.go) a new database.
 func newStore(t testing.TB) (*db.Store, *clock) {
 	t.Helper()
-	return openAt(t, filepath.Join(t.TempDir(), "agentgw.db"))
+	return openAt(t, newLocation(t))
+}
+
+// newLocation returns where a fresh store is opened: a path in a temporary
+// directory, or in the PostgreSQL pass the URL of a new database. Open it
+// several times for several Stores on one database.
+func newLocation(t testing.TB) string {
+	t.Helper()
+	if onPostgres() {
+		return pgtest.URL(t)
+	}
+	return filepath.Join(t.TempDir(), "agentgw.db")
 }
 
 // manifest builds a version whose canonical bytes and hash derive from its

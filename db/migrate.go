@@ -62,6 +62,9 @@ var migrations = []string{
 	usageCounterMigration,
 	// 9 → 10: consent, blocking, outbox and queue of chats (chat.go).
 	chatMigration,
+	// 10 → 11: task leases and signals, outbox claims: several gateways
+	// on one store (lease.go).
+	leaseMigration,
 }
 
 // searchIndexMigration turns schema version 2 into version 3: it creates the
@@ -416,6 +419,39 @@ CREATE TABLE chat_queue (
 ) STRICT;
 
 CREATE INDEX chat_queue_endpoint ON chat_queue (endpoint_jid, seq);
+`
+
+// leaseMigration turns schema version 10 into version 11: the lease by
+// which one gateway holds each task that is not terminal, the signals
+// (cancel, input) another gateway leaves for the holder, and the claims on
+// outbox messages (lease.go). The tasks already unsettled get a lapsed
+// lease with no holder, so the next start takes them up as before.
+// schema.sql holds the same tables; once shipped, never edit this.
+const leaseMigration = `
+CREATE TABLE task_lease (
+	task_id     TEXT    NOT NULL PRIMARY KEY REFERENCES task (id) ON DELETE CASCADE,
+	holder      TEXT    NOT NULL,
+	lease_until INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
+
+CREATE INDEX task_lease_until ON task_lease (lease_until);
+CREATE INDEX task_lease_holder ON task_lease (holder);
+
+CREATE TABLE task_signal (
+	task_id  TEXT    NOT NULL REFERENCES task (id) ON DELETE CASCADE,
+	revision INTEGER NOT NULL,
+	kind     TEXT    NOT NULL CHECK (kind IN ('input', 'cancel')),
+	payload  BLOB    NOT NULL,
+	PRIMARY KEY (task_id, revision)
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE chat_outbox_claim (
+	seq         INTEGER NOT NULL PRIMARY KEY REFERENCES chat_outbox (seq) ON DELETE CASCADE,
+	holder      TEXT    NOT NULL,
+	claim_until INTEGER NOT NULL
+) STRICT;
+
+INSERT INTO task_lease (task_id, holder, lease_until) SELECT id, '', 0 FROM task WHERE terminal = 0;
 `
 
 // Migration says what Open did to a database's schema. From equals To when

@@ -16,6 +16,7 @@ import (
 // .pre-N name is taken gets .pre-N.1, leaving the first copy alone. A new
 // file, and a current one, are not copied.
 func TestMigrationBacksUpFirst(t *testing.T) {
+	sqliteOnly(t, "SQLite migrations and their file backup")
 	ctx := context.Background()
 	sqlText, err := os.ReadFile("testdata/schema-v1.sql")
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 // TestNewDatabaseIsPrivate: a database the store creates, and its WAL
 // and shared-memory files, have mode 0600 even under a permissive umask.
 func TestNewDatabaseIsPrivate(t *testing.T) {
+	sqliteOnly(t, "file modes")
 	old := syscall.Umask(0o002)
 	defer syscall.Umask(old)
 	path := filepath.Join(t.TempDir(), "new.db")
@@ -40,6 +41,7 @@ func TestNewDatabaseIsPrivate(t *testing.T) {
 // TestBackupAndExposedDatabase: a backup is private too, and an existing
 // database that group or others may read is refused, naming it.
 func TestBackupAndExposedDatabase(t *testing.T) {
+	sqliteOnly(t, "file modes")
 	old := syscall.Umask(0o022)
 	defer syscall.Umask(old)
 	dir := t.TempDir()

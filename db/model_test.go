@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
-	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
@@ -42,7 +41,7 @@ func TestModelHotReads(t *testing.T) {
 	t.Logf("seed %d (steps %d)", seed, steps)
 	rnd := rand.New(rand.NewPCG(seed, 25))
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "agentgw.db")
+	path := newLocation(t)
 	serving, _ := openAt(t, path)
 	writer, _ := openAt(t, path)
 	ref, _ := openAt(t, path)

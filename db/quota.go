@@ -65,13 +65,14 @@ func (s *Store) RegisterVersionWithin(ctx context.Context, v Version, origin str
 	}
 	defer tx.rollback()
 	if maxVersions > 0 {
-		var exists, n int
+		var exists bool
+		var n int
 		if err := tx.queryRow(ctx, `SELECT
 			EXISTS (SELECT 1 FROM manifest_version WHERE endpoint_jid = ?1 AND version = ?2),
 			COALESCE((SELECT versions FROM endpoint_count WHERE jid = ?1), 0)`, v.JID, v.Version).Scan(&exists, &n); err != nil {
 			return false, fmt.Errorf("db: register version: %w", err)
 		}
-		if exists == 0 && n >= maxVersions {
+		if !exists && n >= maxVersions {
 			return false, fmt.Errorf("db: %s has %d versions: %w", v.JID, n, ErrQuota)
 		}
 	}
@@ -126,13 +127,14 @@ func (s *Store) SubscribeWithin(ctx context.Context, endpointJID, subscriber str
 // exist yet when the endpoint has perEndpoint subscriptions or the store
 // has total (0: no such quota). An existing subscription passes.
 func subscriptionQuota(ctx context.Context, tx *txn, endpointJID, subscriber string, perEndpoint, total int) error {
-	var exists, n int
+	var exists bool
+	var n int
 	if err := tx.queryRow(ctx, `SELECT
 		EXISTS (SELECT 1 FROM presence_subscription WHERE endpoint_jid = ?1 AND subscriber = ?2),
 		COALESCE((SELECT subscriptions FROM endpoint_count WHERE jid = ?1), 0)`, endpointJID, subscriber).Scan(&exists, &n); err != nil {
 		return fmt.Errorf("db: subscribe: %w", err)
 	}
-	if exists == 1 {
+	if exists {
 		return nil
 	}
 	if perEndpoint > 0 && n >= perEndpoint {
@@ -160,7 +162,7 @@ const (
 	sqlWantEndpointCount = `SELECT jid, SUM(v), SUM(s) FROM (
 			SELECT endpoint_jid AS jid, 1 AS v, 0 AS s FROM manifest_version
 			UNION ALL
-			SELECT endpoint_jid, 0, 1 FROM presence_subscription)
+			SELECT endpoint_jid, 0, 1 FROM presence_subscription) AS c
 		GROUP BY jid`
 	sqlWantSubscriptions = `SELECT count(*) FROM presence_subscription`
 )
@@ -188,8 +190,8 @@ func (s *Store) CheckCounters(ctx context.Context) (drift []string, err error) {
 	defer tx.rollback()
 	for _, c := range counterChecks {
 		q := `WITH want AS (` + c.want + `)
-			SELECT ` + c.key + ` FROM (SELECT * FROM want EXCEPT SELECT * FROM ` + c.table + `)
-			UNION SELECT ` + c.key + ` FROM (SELECT * FROM ` + c.table + ` EXCEPT SELECT * FROM want)
+			SELECT ` + c.key + ` FROM (SELECT * FROM want EXCEPT SELECT * FROM ` + c.table + `) AS missing
+			UNION SELECT ` + c.key + ` FROM (SELECT * FROM ` + c.table + ` EXCEPT SELECT * FROM want) AS extra
 			ORDER BY 1 LIMIT 11`
 		keys, err := queryStrings(ctx, tx, q)
 		if err != nil {

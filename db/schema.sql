@@ -246,6 +246,30 @@ CREATE TABLE task_input (
 	PRIMARY KEY (task_id, request_id)
 ) STRICT;
 
+-- Leases (lease.go): the gateway that holds each task that is not
+-- terminal, until when (milliseconds). A holder renews its leases; once one
+-- has lapsed, any gateway may claim the task by a conditional UPDATE and
+-- recover it. The row goes when the task settles.
+CREATE TABLE task_lease (
+	task_id     TEXT    NOT NULL PRIMARY KEY REFERENCES task (id) ON DELETE CASCADE,
+	holder      TEXT    NOT NULL,
+	lease_until INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
+
+CREATE INDEX task_lease_until ON task_lease (lease_until);
+CREATE INDEX task_lease_holder ON task_lease (holder);
+
+-- Signals (lease.go): an accepted cancel or input that a gateway other than
+-- the holder committed, for the holder to hand to the execution. Keyed by
+-- the revision of the step that accepted it.
+CREATE TABLE task_signal (
+	task_id  TEXT    NOT NULL REFERENCES task (id) ON DELETE CASCADE,
+	revision INTEGER NOT NULL,
+	kind     TEXT    NOT NULL CHECK (kind IN ('input', 'cancel')),
+	payload  BLOB    NOT NULL,
+	PRIMARY KEY (task_id, revision)
+) STRICT, WITHOUT ROWID;
+
 -- Imports of mcp endpoints (mcp.go): per manifest version an import of the
 -- MCP server's tool list yielded, the tools it left out with their reasons
 -- (a JSON array of {"tool","reason"}), when an import last yielded it after
@@ -428,6 +452,14 @@ CREATE TABLE chat_outbox (
 	reply_to     TEXT    NOT NULL,
 	reply_id     TEXT    NOT NULL,
 	created_at   INTEGER NOT NULL
+) STRICT;
+
+-- Claims on outbox messages (lease.go): the gateway sending a message, until
+-- when (milliseconds). A claim that lapsed may be taken by another gateway.
+CREATE TABLE chat_outbox_claim (
+	seq         INTEGER NOT NULL PRIMARY KEY REFERENCES chat_outbox (seq) ON DELETE CASCADE,
+	holder      TEXT    NOT NULL,
+	claim_until INTEGER NOT NULL
 ) STRICT;
 
 CREATE TABLE chat_queue (

@@ -14,6 +14,7 @@ import (
 // schema has exactly the tables, indexes and triggers of a fresh one, so
 // schema.sql and the migrations cannot drift apart.
 func TestMigrationsReachTheFreshSchema(t *testing.T) {
+	sqliteOnly(t, "SQLite migrations")
 	fresh := filepath.Join(t.TempDir(), "fresh.db")
 	openAt(t, fresh)
 	want := schemaOf(t, fresh)

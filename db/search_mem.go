@@ -127,7 +127,7 @@ func (s *Store) memIndexFor(ctx context.Context) (*memIndex, error) {
 	s.mem.dirty.Store(false)
 	checked := sinceMemEpoch()
 	var gen int64
-	if err := s.hotReads[searchGenerationQuery].QueryRowContext(ctx).Scan(&gen); err != nil {
+	if err := s.hotRow(ctx, searchGenerationQuery).Scan(&gen); err != nil {
 		s.mem.dirty.Store(true)
 		return nil, fmt.Errorf("db: search generation: %w", err)
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
@@ -19,7 +18,7 @@ import (
 // sampled count (more than CountExactLimit postings of one trigram).
 func TestMemSearchMatchesSQL(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "agentgw.db")
+	path := newLocation(t)
 	mem, _ := openAt(t, path)
 	sql, _ := openAt(t, path)
 	db.SQLSearchOnly(sql)
@@ -114,7 +113,7 @@ func sampleJIDs(rnd *rand.Rand, jids []string, n int) []string {
 // file (as the CLI does while serve runs) within memRecheck.
 func TestMemSearchFollowsChanges(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "agentgw.db")
+	path := newLocation(t)
 	s, _ := openAt(t, path)
 	cli, _ := openAt(t, path)
 	// The same Store: at once.

@@ -457,7 +457,7 @@ func TestSearchIndexFollowsActivation(t *testing.T) {
 	if !found("wetter") {
 		t.Error("imported activation not indexed")
 	}
-	if _, err := db.WriterPool(s).Exec("DELETE FROM endpoint WHERE jid = ?", jid); err != nil {
+	if _, err := db.WriterPool(s).Exec(db.Q(s, "DELETE FROM endpoint WHERE jid = ?"), jid); err != nil {
 		t.Fatal(err)
 	}
 	checkIndex(t, s)
@@ -472,6 +472,7 @@ func TestSearchIndexFollowsActivation(t *testing.T) {
 // TestSearchQueryPlans: no search query and no trigger statement scans a
 // table; pages read postings in jid order without sorting them.
 func TestSearchQueryPlans(t *testing.T) {
+	sqliteOnly(t, "EXPLAIN QUERY PLAN")
 	s, _ := newStore(t)
 	// scanOK names what a plan may scan besides json_each: the bounded
 	// subquery of the count sample.
@@ -556,6 +557,7 @@ func TestSearchQueryPlans(t *testing.T) {
 // TestSearchAfterUpgrade: a database upgraded from every frozen schema has
 // its active endpoints indexed, and the same search objects as a new one.
 func TestSearchAfterUpgrade(t *testing.T) {
+	sqliteOnly(t, "upgrades a SQLite schema")
 	fresh, _ := newStore(t)
 	want := searchObjects(t, fresh)
 	// search_text, search_gram, search_gram_count and their three

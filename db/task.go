@@ -106,6 +106,8 @@ var taskWrites = []string{
 	sqlUpdateTask, sqlInsertEvent, sqlPutInput, sqlInputByID,
 	sqlPurgeableTask, sqlDeleteEvents, sqlDeleteInputs, sqlDeleteTask,
 	sqlCallerUsage,
+	sqlHold, sqlLeaseHolder, sqlDropLease, sqlPutSignal,
+	sqlRenewLeases, sqlHeldTasks, sqlLapsed, sqlClaimLapsed, sqlClaimFrom, sqlHeldBy, sqlHolders,
 }
 
 // CallerUsage reads caller's usage in the commit (quota.go): one row, and
@@ -188,6 +190,12 @@ func (t *TaskTx) UpdateTask(rec TaskRecord) error {
 		return fmt.Errorf("db: update task: %w", err)
 	} else if n == 0 {
 		return fmt.Errorf("db: update task %s: %w", rec.ID, ErrNotFound)
+	}
+	if rec.Terminal {
+		// A settled task is held by nobody (lease.go).
+		if _, err := t.tx.exec(t.ctx, sqlDropLease, rec.ID); err != nil {
+			return fmt.Errorf("db: update task: %w", err)
+		}
 	}
 	return nil
 }

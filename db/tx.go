@@ -25,11 +25,22 @@ type txn struct {
 	hot map[string]*sql.Stmt
 	// committed, if set, runs after a successful commit.
 	committed func()
+	// pg is set on PostgreSQL: queries are written in SQLite's dialect
+	// and rewritten for PostgreSQL (postgres.go), and not prepared per
+	// transaction (pgx caches its prepared statements per connection).
+	pg bool
+	// write is set on a PostgreSQL write transaction: its commit first
+	// brings the search index up to date and moves the store's
+	// generation on (postgres.go).
+	write bool
+	// ctx is the context of a PostgreSQL write transaction, for the
+	// statements its commit runs first.
+	ctx context.Context
 }
 
-// newTxn wraps tx.
-func newTxn(tx *sql.Tx, now time.Time) *txn {
-	return &txn{tx: tx, now: now, stmts: make(map[string]*sql.Stmt)}
+// newTxn wraps tx of store s.
+func (s *Store) newTxn(tx *sql.Tx, now time.Time) *txn {
+	return &txn{tx: tx, now: now, stmts: make(map[string]*sql.Stmt), pg: s.pg}
 }
 
 // hotReads are the queries that run for nearly every stanza. They are
@@ -55,6 +66,14 @@ var hotReads = []string{
 	sqlCallerTask, sqlCallerUsage,
 }
 
+// hotRow runs one of hotReads outside a transaction, on the reader pool.
+func (s *Store) hotRow(ctx context.Context, query string, args ...any) *sql.Row {
+	if s.pg {
+		return s.reader.QueryRowContext(ctx, pgQuery(query), pgArgs(args)...)
+	}
+	return s.hotReads[query].QueryRowContext(ctx, args...)
+}
+
 // stmt returns query prepared for this transaction.
 func (t *txn) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 	if st, ok := t.stmts[query]; ok {
@@ -75,6 +94,9 @@ func (t *txn) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 
 // exec runs a statement that returns no rows.
 func (t *txn) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if t.pg {
+		return t.tx.ExecContext(ctx, pgQuery(query), pgArgs(args)...)
+	}
 	st, err := t.stmt(ctx, query)
 	if err != nil {
 		return nil, err
@@ -84,6 +106,9 @@ func (t *txn) exec(ctx context.Context, query string, args ...any) (sql.Result, 
 
 // query runs a statement that returns rows.
 func (t *txn) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if t.pg {
+		return t.tx.QueryContext(ctx, pgQuery(query), pgArgs(args)...)
+	}
 	st, err := t.stmt(ctx, query)
 	if err != nil {
 		return nil, err
@@ -93,6 +118,9 @@ func (t *txn) query(ctx context.Context, query string, args ...any) (*sql.Rows, 
 
 // queryRow runs a statement that returns at most one row.
 func (t *txn) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
+	if t.pg {
+		return t.tx.QueryRowContext(ctx, pgQuery(query), pgArgs(args)...)
+	}
 	st, err := t.stmt(ctx, query)
 	if err != nil {
 		// A *sql.Row cannot carry an error of ours; running the query
@@ -104,6 +132,11 @@ func (t *txn) queryRow(ctx context.Context, query string, args ...any) *sql.Row 
 
 // commit commits the transaction, closing its statements.
 func (t *txn) commit() error {
+	if t.pg && t.write {
+		if err := t.pgBeforeCommit(t.ctx); err != nil {
+			return err
+		}
+	}
 	if err := t.tx.Commit(); err != nil {
 		return err
 	}

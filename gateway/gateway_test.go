@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -45,7 +46,10 @@ type fakeServer struct {
 	conn   net.Conn
 	dec    *xml.Decoder
 	reject bool
-	seq    int
+	// conflict refuses that many handshakes with <conflict/>, as Prosody
+	// does while another connection holds the domain.
+	conflict int
+	seq      int
 	// early is written with the handshake's answer, in the same write.
 	early string
 }
@@ -91,6 +95,12 @@ func (f *fakeServer) accept() {
 		f.t.Fatalf("read handshake: %v", err)
 	}
 	sum := sha1.Sum([]byte(id + secret))
+	if f.conflict > 0 {
+		f.conflict--
+		f.write(`<stream:error><conflict xmlns='urn:ietf:params:xml:ns:xmpp-streams'/><text xmlns='urn:ietf:params:xml:ns:xmpp-streams'>Component already connected</text></stream:error></stream:stream>`)
+		f.conn.Close()
+		return
+	}
 	if f.reject || hs.Digest != hex.EncodeToString(sum[:]) {
 		f.write(`<stream:error><not-authorized xmlns='urn:ietf:params:xml:ns:xmpp-streams'/></stream:error></stream:stream>`)
 		return
@@ -401,6 +411,70 @@ func TestNotAuthorizedIsFatal(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Run kept retrying after not-authorized")
 	}
+}
+
+// TestConflictWaits: a stream refused with <conflict/> (another gateway
+// holds the domain) is retried every second, not with the growing
+// backoff, and logged once at info, not as a fault; the gateway connects
+// as soon as the domain is free.
+func TestConflictWaits(t *testing.T) {
+	srv := newFakeServer(t)
+	srv.conflict = 3
+	cfg := testConfig(t, srv.ln.Addr().String(), "")
+	store, err := db.Open(context.Background(), filepath.Join(t.TempDir(), "gw.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	var logs logBuffer
+	gw := gateway.New(app.GatewayOptions(cfg), store, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- gw.Run(ctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	var at []time.Time
+	for range 4 {
+		srv.accept()
+		at = append(at, time.Now())
+	}
+	for i := 1; i < len(at); i++ {
+		if d := at[i].Sub(at[i-1]); d < 900*time.Millisecond || d > 1600*time.Millisecond {
+			t.Errorf("attempt %d came %v after the previous one, want about 1 s", i+1, d)
+		}
+	}
+	waitCtx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer wcancel()
+	if err := gw.WaitConnected(waitCtx); err != nil {
+		t.Fatalf("not connected after the conflicts: %v", err)
+	}
+	text := logs.String()
+	if n := strings.Count(text, "waiting to take over"); n != 1 {
+		t.Errorf("%d waiting lines, want 1:\n%s", n, text)
+	}
+	if strings.Contains(text, "level=WARN") || strings.Contains(text, "level=ERROR") {
+		t.Errorf("a conflict was logged as a fault:\n%s", text)
+	}
+}
+
+// logBuffer is an io.Writer safe for the gateway's goroutines.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func TestReconnectAndKeepalive(t *testing.T) {

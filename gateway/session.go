@@ -26,11 +26,27 @@ import (
 // fatal: retrying with the same secret cannot succeed.
 var ErrNotAuthorized = errors.New("gateway: the server rejected the component secret (not-authorized)")
 
+// ErrConflict means the server refused the stream because another
+// connection holds the component domain (Prosody accepts one per domain):
+// another gateway on the same store is serving it.
+var ErrConflict = errors.New("gateway: another connection holds the component domain (conflict)")
+
+// conflictRetry is how often a gateway whose stream met <conflict/> tries
+// again: it waits to take over from the connected gateway.
+const conflictRetry = time.Second
+
 // Run connects and serves until ctx ends or the secret is rejected,
 // reconnecting after every stream loss with capped exponential backoff and
 // jitter. It returns nil when ctx ends.
+//
+// A stream refused with <conflict/> (another gateway holds the domain,
+// on a server that accepts one connection per component) is no fault:
+// the gateway logs once, at info, that it is waiting, and tries again
+// every conflictRetry, so that it takes over within about a second of the
+// connected one going.
 func (g *Gateway) Run(ctx context.Context) error {
 	delay := min(backoffMin, g.opts.ReconnectMax)
+	waiting := false
 	for {
 		started := time.Now()
 		err := g.connectAndServe(ctx)
@@ -41,6 +57,20 @@ func (g *Gateway) Run(ctx context.Context) error {
 			g.log.Error("component stream refused; not retrying", "server", g.opts.Server, "err", err)
 			return err
 		}
+		if errors.Is(err, ErrConflict) {
+			if !waiting {
+				g.log.Info("another gateway is connected for the component domain; waiting to take over",
+					"domain", g.domain.String(), "server", g.opts.Server, "retry", conflictRetry)
+				waiting = true
+			}
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(conflictRetry):
+			}
+			continue
+		}
+		waiting = false
 		if time.Since(started) >= backoffReset {
 			delay = min(backoffMin, g.opts.ReconnectMax)
 		}
@@ -79,6 +109,9 @@ func (g *Gateway) connectAndServe(ctx context.Context) error {
 		conn.Close()
 		if errors.Is(err, stream.NotAuthorized) {
 			return ErrNotAuthorized
+		}
+		if errors.Is(err, stream.Conflict) {
+			return ErrConflict
 		}
 		return fmt.Errorf("component handshake: %w", err)
 	}

@@ -67,7 +67,7 @@ func connectChat(t *testing.T, url string) *mcp.ClientSession {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	c := mcp.NewClient(&mcp.Implementation{Name: "integration", Version: "1"}, nil)
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearerTransport{chatQueueToken}}, MaxRetries: -1}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearerTransport{chatQueueToken}}, MaxRetries: -1}, legacySession)
 	if err != nil {
 		t.Fatalf("connect %s: %v", url, err)
 	}

@@ -165,7 +165,7 @@ func startMCPStdio(t *testing.T, a *mcpAccount) *mcpSession {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	c := mcp.NewClient(&mcp.Implementation{Name: "integration", Version: "1"}, m.handlers())
-	cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 5 * time.Second}, nil)
+	cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 5 * time.Second}, legacySession)
 	if err != nil {
 		t.Fatalf("connect: %v\n%s", err, m.stderr)
 	}
@@ -571,7 +571,7 @@ func connectHTTP(t *testing.T, url, token string) *mcpSession {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	c := mcp.NewClient(&mcp.Implementation{Name: "integration", Version: "1"}, m.handlers())
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearerTransport{token}}, MaxRetries: -1}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearerTransport{token}}, MaxRetries: -1}, legacySession)
 	if err != nil {
 		t.Fatalf("connect %s: %v", url, err)
 	}

@@ -134,7 +134,11 @@ func (g *agents) callAgentTool(ctx context.Context, req *mcp.CallToolRequest, in
 	if bad != nil {
 		return bad
 	}
-	return g.call(ctx, req, pc, nil)
+	res, err := g.agentCall(ctx, req, pc)
+	if err != nil {
+		return errorResult("CallAgentTool: %s", agentclient.SafeText(err.Error(), 600))
+	}
+	return res
 }
 
 // preparedCall is a call checked and pinned, ready to invoke.
@@ -471,11 +475,7 @@ func (f *callFollow) applied(ctx context.Context, ev task.Event) {
 	if f.hooks != nil && f.hooks.state != nil {
 		f.hooks.state(f.tr)
 	}
-	if ev.Type != task.EventProgress || f.req == nil || f.req.Session == nil {
-		return
-	}
-	token := f.req.Params.GetProgressToken()
-	if token == nil {
+	if ev.Type != task.EventProgress {
 		return
 	}
 	var p struct {
@@ -484,6 +484,20 @@ func (f *callFollow) applied(ctx context.Context, ev task.Event) {
 		Message string   `json:"message"`
 	}
 	json.Unmarshal(ev.Payload, &p)
+	if f.mcpTask != "" {
+		msg := p.Message
+		if msg == "" {
+			msg = p.Stage
+		}
+		f.g.s.setProgress(f.mcpTask, taskProgress{Percent: p.Percent, Message: msg})
+	}
+	if f.req == nil || f.req.Session == nil {
+		return
+	}
+	token := f.req.Params.GetProgressToken()
+	if token == nil {
+		return
+	}
 	n := math.Nextafter(f.progress, math.Inf(1))
 	params := &mcp.ProgressNotificationParams{ProgressToken: token, Message: p.Message,
 		Meta: mcp.Meta{"agentgw/xmpp-task-id": f.tr.TaskID, "agentgw/xmpp-revision": ev.Revision}}

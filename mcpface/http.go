@@ -105,15 +105,14 @@ func NewHTTPHandler(servers map[string]*Server, tokens []Token, opts HTTPOptions
 	for _, s := range servers {
 		s.refused = front.RefuseScope
 	}
-	streamable := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
+	// (The front checks the Host of every request, in front of the tasks
+	// layer too; go-sdk's check would be a second, partial one.)
+	streamable := layer.Streamable(func(r *http.Request) *mcp.Server {
 		if s := account(auth.TokenInfoFromContext(r.Context())); s != nil {
 			return s.mcp
 		}
 		return nil
-	}, &mcp.StreamableHTTPOptions{Logger: log, SessionTimeout: sessionTimeout,
-		// The front checks the Host of every request, in front of the
-		// tasks layer too; go-sdk's check would be a second, partial one.
-		DisableLocalhostProtection: true})
+	}, layer.StreamableOptions{Log: log, SessionTimeout: sessionTimeout})
 
 	mux := http.NewServeMux()
 	mux.Handle(Path, front.MCP(tasksHTTP(servers, streamable)))

@@ -31,6 +31,7 @@ type offline struct {
 	url   string
 	store *mcpface.Store
 	acct  *mcpface.Account
+	srv   *mcpface.Server
 	ids   []string
 }
 
@@ -61,6 +62,7 @@ func startOfflineTokens(t *testing.T, tokens []mcpface.Token, opts mcpface.HTTPO
 	if err != nil {
 		t.Fatal(err)
 	}
+	o.srv = srv
 	h := mcpface.NewHTTPHandler(map[string]*mcpface.Server{account: srv}, tokens, opts)
 	hs := httptest.NewServer(h)
 	t.Cleanup(hs.Close)
@@ -76,12 +78,20 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
+// connect opens a session of MCP 2025-11-25 (the revision with sessions).
 func connect(t *testing.T, url, token string) *mcp.ClientSession {
+	return connectAt(t, url, token, "2025-11-25", nil)
+}
+
+// connectAt connects a go-sdk client at revision (one of the current
+// revision opens no session).
+func connectAt(t *testing.T, url, token, revision string, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{token}}, MaxRetries: -1}, nil)
+	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, opts)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{token}}, MaxRetries: -1},
+		&mcp.ClientSessionOptions{ProtocolVersion: revision})
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}

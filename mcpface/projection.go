@@ -35,12 +35,20 @@ const (
 // MCPToolName maps an agent's tool name one to one onto MCP's tool name
 // grammar [A-Za-z0-9_.-]{1,128}, after prefix and "_": letters, digits,
 // "-" and "_" stay, and every other byte (including ".") becomes "."
-// and two lowercase hex digits, so that distinct names stay distinct. ok
-// is false when the result is longer than MCP allows.
+// and two lowercase hex digits, so that distinct names stay distinct.
+// With no prefix, a name that already fits the grammar is kept as the
+// agent has it (and any other is mapped alone); a collision with another
+// tool is the projector's to find. ok is false when the result is longer
+// than MCP allows, or empty.
 func MCPToolName(prefix, tool string) (string, bool) {
+	if prefix == "" && mcpGrammar(tool) {
+		return tool, true
+	}
 	var b strings.Builder
-	b.WriteString(prefix)
-	b.WriteByte('_')
+	if prefix != "" {
+		b.WriteString(prefix)
+		b.WriteByte('_')
+	}
 	for i := 0; i < len(tool); i++ {
 		c := tool[i]
 		switch {
@@ -50,7 +58,39 @@ func MCPToolName(prefix, tool string) (string, bool) {
 			fmt.Fprintf(&b, ".%02x", c)
 		}
 	}
-	return b.String(), b.Len() <= maxMCPName
+	return b.String(), b.Len() > 0 && b.Len() <= maxMCPName
+}
+
+// mcpGrammar reports whether name fits MCP's tool name grammar.
+func mcpGrammar(name string) bool {
+	if name == "" || len(name) > maxMCPName {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// collisionLocked returns what else is named name, if anything: a tool of the
+// face itself, or a tool another agent projects ("" when none). The
+// caller holds p.mu.
+func (p *projector) collisionLocked(agent, name string) string {
+	if toolScope(name) != "" {
+		return "the XMPP MCP Server tool " + name
+	}
+	for _, t := range agentTools {
+		if t.tool.Name == name {
+			return "the agent directory tool " + name
+		}
+	}
+	if e, ok := p.entries[name]; ok && e.m.JID != agent {
+		return fmt.Sprintf("tool %q of the agent %s", agentclient.SafeText(e.tool, 100), e.m.JID)
+	}
+	return ""
 }
 
 // projector keeps the MCP tools of the configured agents in step with
@@ -157,6 +197,17 @@ func (p *projector) project(a AgentProjection, m *manifest.Manifest) {
 			p.g.log.Error("projected agent: tool name too long for MCP; not projected", "agent", a.JID.String(), "tool", agentclient.SafeText(t.Name, 100))
 			continue
 		}
+		p.mu.Lock()
+		other := p.collisionLocked(a.JID.String(), name)
+		p.mu.Unlock()
+		if other == "" && slices.ContainsFunc(tools, func(t *mcp.Tool) bool { return t.Name == name }) {
+			other = "another tool of the same agent"
+		}
+		if other != "" {
+			p.g.log.Error("projected agent: MCP tool name collides; not projected", "agent", a.JID.String(),
+				"tool", agentclient.SafeText(t.Name, 100), "name", name, "collides_with", other)
+			continue
+		}
 		var in map[string]any
 		if json.Unmarshal(t.InputSchema, &in) != nil || in["type"] != "object" {
 			p.g.log.Error("projected agent: input schema is not an object; not projected", "agent", a.JID.String(), "tool", agentclient.SafeText(t.Name, 100))
@@ -232,7 +283,7 @@ func (p *projector) handler(m *manifest.Manifest, tool, name string) mcp.ToolHan
 		if bad != nil {
 			return bad, nil
 		}
-		return p.g.call(ctx, req, pc, nil), nil
+		return p.g.agentCall(ctx, req, pc)
 	}
 }
 

@@ -35,6 +35,15 @@ func TestMCPToolName(t *testing.T) {
 	if _, ok := mcpface.MCPToolName("demo", strings.Repeat("a", 124)); ok {
 		t.Error("a name past 128 characters was accepted")
 	}
+	// Without a prefix, a name that fits the grammar is the agent's own.
+	for in, want := range map[string]string{"echo": "echo", "ledger.append": "ledger.append", "a b": "a.20b", "é": ".c3.a9"} {
+		if got, ok := mcpface.MCPToolName("", in); !ok || got != want {
+			t.Errorf(`MCPToolName("", %q) = %q %v, want %q`, in, got, ok, want)
+		}
+	}
+	if _, ok := mcpface.MCPToolName("", ""); ok {
+		t.Error("an empty name was accepted")
+	}
 }
 
 // TestElicitable: only flat objects of primitives go to MCP elicitation.

@@ -29,8 +29,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// ProtocolVersions are the MCP revisions negotiated, newest first.
-var ProtocolVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+// ProtocolVersions are the MCP revisions served, newest first: the
+// current one (2026-07-28, sessionless) and the older ones, whose clients
+// initialize a session.
+var ProtocolVersions = layer.ProtocolVersions
 
 // CodeForbidden is the JSON-RPC error code of a request outside the
 // token's scopes.
@@ -79,6 +81,12 @@ type Server struct {
 	// sinks are where the status changes of MCP tasks are sent, by task
 	// ID (taskstatus.go).
 	sinks map[string]*statusSink
+	// mailboxes are the askers of extension tasks, and progress their
+	// last progress, by task ID (tasksext.go).
+	mailboxes map[string]*mailbox
+	progress  map[string]taskProgress
+	// mrtrKey seals the requestState of MRTR answers (mrtr.go).
+	mrtrKey []byte
 	// runCtx is the server's lifetime: MCP tasks are followed within it.
 	runCtx context.Context
 
@@ -100,7 +108,8 @@ func New(ctx context.Context, acct *Account, store *Store, opts Options) (*Serve
 	}
 	s := &Server{acct: acct, store: store, opts: opts, contacts: map[string]bool{}, messages: map[string]bool{},
 		updates: map[string]bool{}, wake: make(chan struct{}, 1), taskWait: map[string]chan struct{}{}, waits: map[string]int{},
-		inputs: map[string]*taskInput{}, elicits: map[string]elicitWait{}, sinks: map[string]*statusSink{}, runCtx: ctx}
+		inputs: map[string]*taskInput{}, elicits: map[string]elicitWait{}, sinks: map[string]*statusSink{}, runCtx: ctx,
+		mrtrKey: newMRTRKey()}
 	go s.updater(ctx)
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "agentgw-xmpp", Title: "XMPP MCP Server (agentgw)", Version: Version}, &mcp.ServerOptions{
 		Instructions: "This server is the XMPP account " + acct.JID().String() + ". Received messages wait as mid: resources " +
@@ -108,6 +117,7 @@ func New(ctx context.Context, acct *Account, store *Store, opts Options) (*Serve
 			"Federated XMPP agents: find them with ListAgents and SearchAgents, read their tools with DescribeAgent, call them with CallAgentTool.",
 		Logger:                    slog.New(floor{opts.Log.Handler(), slog.LevelWarn}),
 		SupportedProtocolVersions: ProtocolVersions,
+		SetCacheable:              layer.SetCacheable,
 		// Resources come and go with the roster and the queue: advertise
 		// them even while there are none.
 		Capabilities:       &mcp.ServerCapabilities{Resources: &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true}},
@@ -129,6 +139,10 @@ func New(ctx context.Context, acct *Account, store *Store, opts Options) (*Serve
 		go s.agents.proj.run(ctx)
 	}
 	s.mcp.AddReceivingMiddleware(s.scopes)
+	// The tasks extension of the current revision (outside the scope
+	// check: it checks the scopes it needs itself).
+	s.registerExtTasks()
+	s.mcp.AddReceivingMiddleware(s.extTasks)
 	stored, err := store.List(ctx, acct.JID().String())
 	if err != nil {
 		return nil, fmt.Errorf("mcp server: %w", err)

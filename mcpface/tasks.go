@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"agentgw/agentclient"
+	"agentgw/mcpface/layer"
 	"agentgw/task"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -105,6 +106,9 @@ func (c *tasksConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		req, ok := msg.(*jsonrpc.Request)
 		if !ok {
 			return msg, nil
+		}
+		if layer.IsCurrent(layer.MetaVersion(req.Params)) {
+			return msg, nil // the current revision has no 2025-11-25 Tasks
 		}
 		if !req.ID.IsValid() {
 			if req.Method == "notifications/cancelled" && c.cancelServing(req.Params) {
@@ -353,6 +357,20 @@ func (s *Server) taskCall(owner string, req *jsonrpc.Request) (res any, id strin
 	if bad != nil {
 		return bad, "", nil
 	}
+	bad, rec := s.startTask(owner, pc, p.Task.TTL)
+	if bad != nil {
+		return bad, "", nil
+	}
+	return map[string]any{"task": s.taskObject(rec), "_meta": map[string]any{metaXMPP: xmppMeta(rec), metaLoss: []string{lossRetention}}}, rec.ID, nil
+}
+
+// startTask invokes the prepared call as a durable MCP task of owner,
+// stored once the XMPP task is accepted and followed from then on by
+// runTask; ttl (ms), if set, shortens its retention. A result is the
+// call's failure before any task.
+func (s *Server) startTask(owner string, pc preparedCall, ttl *int64) (*mcp.CallToolResult, TaskRecord) {
+	ctx := context.Background()
+	g := s.agents
 	var rec TaskRecord
 	hooks := &callHooks{detached: true}
 	hooks.accepted = func(acc task.Accepted, pin *agentclient.Pin, requestID string) error {
@@ -366,17 +384,17 @@ func (s *Server) taskCall(owner string, req *jsonrpc.Request) (res any, id strin
 		}
 		// MCP's ttl counts from creation; never promise past retain-until.
 		rec.TTL = max(acc.RetainUntil.Sub(now).Truncate(time.Millisecond), 0)
-		if p.Task.TTL != nil && *p.Task.TTL >= 0 && time.Duration(*p.Task.TTL)*time.Millisecond < rec.TTL {
-			rec.TTL = time.Duration(*p.Task.TTL) * time.Millisecond
+		if ttl != nil && *ttl >= 0 && time.Duration(*ttl)*time.Millisecond < rec.TTL {
+			rec.TTL = time.Duration(*ttl) * time.Millisecond
 			rec.RetainUntil = now.Add(rec.TTL)
 		}
 		return s.store.CreateTask(ctx, rec)
 	}
 	if res := g.call(ctx, nil, pc, hooks); res != nil {
-		return res, "", nil
+		return res, rec
 	}
 	go g.runTask(s.runCtx, rec, pin(rec), false, hooks.followed)
-	return map[string]any{"task": s.taskObject(rec), "_meta": map[string]any{metaXMPP: xmppMeta(rec), metaLoss: []string{lossRetention}}}, rec.ID, nil
+	return nil, rec
 }
 
 // pin rebuilds the pin of a stored task.
@@ -432,6 +450,7 @@ func (g *agents) runTask(ctx context.Context, rec TaskRecord, p *agentclient.Pin
 		g.s.taskChanged(rec.ID)
 	}}
 	defer g.s.forgetTaskInput(rec.ID)
+	defer g.s.dropMailbox(rec.ID)
 	what := fmt.Sprintf("%s %s (MCP task %s)", rec.Endpoint, agentclient.SafeText(rec.Tool, 100), rec.ID)
 	res, state := g.followCall(ctx, nil, what, p, rec.XMPPTaskID, resumed, hooks)
 	if res == nil {

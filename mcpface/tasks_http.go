@@ -64,6 +64,29 @@ func tasksHTTP(servers map[string]*Server, next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
+		if layer.IsCurrent(r.Header.Get("Mcp-Protocol-Version")) || layer.IsCurrent(layer.MetaVersion(req.Params)) {
+			// The current revision has no 2025-11-25 Tasks; go-sdk and
+			// the extension's middleware serve it (tasksext.go). The
+			// extension routes tasks/* by Mcp-Name: it must be the
+			// taskId (go-sdk checks it for the core methods only).
+			switch req.Method {
+			case "tasks/get", "tasks/update", "tasks/cancel":
+				var p struct {
+					TaskID string `json:"taskId"`
+				}
+				json.Unmarshal(req.Params, &p)
+				if name := r.Header.Get("Mcp-Name"); name != p.TaskID {
+					w.Header().Set("Content-Type", "application/json")
+					w.WriteHeader(http.StatusBadRequest)
+					b, _ := jsonrpc.EncodeMessage(response(req.ID, nil, &jsonrpc.Error{Code: layer.CodeHeaderMismatch,
+						Message: "header mismatch: the Mcp-Name header must be the taskId of " + req.Method}))
+					w.Write(b)
+					return
+				}
+			}
+			next.ServeHTTP(w, r)
+			return
+		}
 		held := scope.Of(ti.Scopes)
 		switch req.Method {
 		case "initialize", "tools/list":

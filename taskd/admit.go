@@ -129,6 +129,9 @@ func (s *Service) Invoke(ctx context.Context, r surface.Request) (Admission, err
 				return err
 			}
 			if ok {
+				if err := tx.Hold(freshRec.ID, s.id, tx.Now().Add(s.opts.LeaseLapse)); err != nil {
+					return err
+				}
 				adm = fresh
 				t := fresh.Task
 				tx.OnCommit(func() {

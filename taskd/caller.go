@@ -78,7 +78,10 @@ func (s *Service) ProvideInput(ctx context.Context, r surface.Request) (task.Inp
 	if err != nil {
 		return task.InputAccepted{}, err
 	}
-	var out task.InputOutcome
+	var (
+		out    task.InputOutcome
+		remote bool // another gateway holds the task: signalled
+	)
 	_, err = s.callerCommand(ctx, req.TaskID, from, to, func(tx *db.TaskTx, t *task.Task, now time.Time) (task.Step, error) {
 		var rec *task.InputRecord
 		// The input record is looked up only for the task's own caller:
@@ -98,12 +101,19 @@ func (s *Service) ProvideInput(ctx context.Context, r surface.Request) (task.Inp
 		}
 		var err error
 		out, err = s.m.ProvideInput(t, rec, from, to, req, now)
+		remote = false
+		if err == nil && out.Answer != nil {
+			var serr error
+			if remote, serr = s.signal(tx, &out.Step.Task, db.SignalInput, out.Answer); serr != nil {
+				return task.Step{}, serr
+			}
+		}
 		return out.Step, err
 	})
 	if err != nil {
 		return task.InputAccepted{}, err
 	}
-	if out.Answer != nil {
+	if out.Answer != nil && !remote {
 		s.deliverInput(req.TaskID, out.Answer)
 	}
 	return out.Accepted, nil
@@ -120,11 +130,22 @@ func (s *Service) Cancel(ctx context.Context, r surface.Request) (task.CancelAcc
 	if err != nil {
 		return task.CancelAccepted{}, err
 	}
-	var out task.CancelOutcome
-	step, err := s.callerCommand(ctx, req.TaskID, from, to, func(_ *db.TaskTx, t *task.Task, now time.Time) (task.Step, error) {
+	var (
+		out    task.CancelOutcome
+		remote bool // another gateway holds the task: signalled
+	)
+	step, err := s.callerCommand(ctx, req.TaskID, from, to, func(tx *db.TaskTx, t *task.Task, now time.Time) (task.Step, error) {
 		var err error
 		out, err = s.m.Cancel(t, from, to, req, now)
-		if err != nil || out.Replay || t.State != task.StateAccepted {
+		remote = false
+		if err != nil || out.Replay {
+			return out.Step, err
+		}
+		if t.State != task.StateAccepted {
+			var serr error
+			if remote, serr = s.signal(tx, &out.Step.Task, db.SignalCancel, nil); serr != nil {
+				return task.Step{}, serr
+			}
 			return out.Step, err
 		}
 		// Never dispatched: nothing runs that could confirm, so confirm
@@ -142,7 +163,7 @@ func (s *Service) Cancel(ctx context.Context, r surface.Request) (task.CancelAcc
 	if err != nil {
 		return task.CancelAccepted{}, err
 	}
-	if !out.Replay && !step.Task.State.Terminal() {
+	if !out.Replay && !remote && !step.Task.State.Terminal() {
 		s.deliverCancel(req.TaskID)
 	}
 	return out.Accepted, nil

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+
+	"agentgw/internal/pgtest"
 	"sync"
 	"testing"
 	"time"
@@ -73,7 +75,7 @@ func newEnv(t *testing.T, opts ...option) *env {
 	t.Helper()
 	e := &env{
 		t:      t,
-		path:   filepath.Join(t.TempDir(), "agentgw.db"),
+		path:   pgtest.Location(t, filepath.Join(t.TempDir(), "agentgw.db")),
 		clock:  testclock.New(t0),
 		events: make(chan sent, 1024),
 		steps:  make(chan chan time.Time, 64),

@@ -16,6 +16,7 @@ import (
 	"agentgw/app"
 	"agentgw/config"
 	"agentgw/db"
+	"agentgw/internal/pgtest"
 	"agentgw/policy"
 	"agentgw/runtime"
 	"agentgw/runtime/builtin"
@@ -265,10 +266,12 @@ func copyOne(tb testing.TB, from, to string) {
 	}
 }
 
-// TestMain removes the seeds of BenchmarkAdmissionHistory, which outlive
-// one benchmark so that -count runs share them.
+// TestMain runs the tests on SQLite and again on PostgreSQL (newEnv opens
+// its store at pgtest.Location), and removes the seeds of
+// BenchmarkAdmissionHistory, which outlive one benchmark so that -count
+// runs share them.
 func TestMain(m *testing.M) {
-	code := m.Run()
+	code := pgtest.RunBoth(m)
 	if historySeeds.dir != "" {
 		os.RemoveAll(historySeeds.dir)
 	}

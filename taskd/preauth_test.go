@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"agentgw/internal/pgtest"
 	"agentgw/surface"
 	"agentgw/task"
 
@@ -19,6 +20,7 @@ import (
 // is not the task's caller is still answered <item-not-found/> at once:
 // it is authorized with a read and never queues for the single writer.
 func TestCommandsAuthorizedBeforeTheWriter(t *testing.T) {
+	pgtest.SQLiteOnly(t, "holds SQLite's write lock from a raw connection (db's TestPostgresWritesHoldTheLock covers PostgreSQL's)")
 	e := newEnv(t)
 	acc := e.invoke("req-count-0123456789abcdef0", "count", `{"to":5,"interval_ms":100}`)
 	e.next(acc.TaskID, 1, task.EventStatus)

@@ -92,6 +92,22 @@ type command func(tx *db.TaskTx, t *task.Task, now time.Time) (task.Step, error)
 // end of ctx (retry.go); one that persists is returned as the error, with
 // nothing written.
 func (s *Service) mutate(ctx context.Context, id string, cmd command) (task.Step, error) {
+	return s.mutateAs(ctx, id, false, cmd)
+}
+
+// mutateHeld is mutate for a step only the task's holder may commit: its
+// runtime's reports, its start, its timers, its recovery. If another
+// gateway holds the task now, nothing is written, the answer is
+// errLeaseLost, and the task is dropped here.
+func (s *Service) mutateHeld(ctx context.Context, id string, cmd command) (task.Step, error) {
+	step, err := s.mutateAs(ctx, id, true, cmd)
+	if isLeaseLost(err) {
+		s.drop(id)
+	}
+	return step, err
+}
+
+func (s *Service) mutateAs(ctx context.Context, id string, held bool, cmd command) (task.Step, error) {
 	var (
 		step   task.Step
 		answer error
@@ -109,6 +125,15 @@ func (s *Service) mutate(ctx context.Context, id string, cmd command) (task.Step
 			cur = &t
 		case !errors.Is(err, db.ErrNotFound):
 			return err
+		}
+		if held {
+			if err := s.held(tx, id, cur); err != nil {
+				if isLeaseLost(err) {
+					answer = err
+					return nil
+				}
+				return err
+			}
 		}
 		step, answer = cmd(tx, cur, tx.Now())
 		if err := writeStep(tx, step); err != nil {

@@ -43,7 +43,7 @@ func (s *Service) dispatch(id string) {
 		return
 	}
 	var call runtime.Call
-	_, err = s.mutate(s.ctx, id, func(_ *db.TaskTx, t *task.Task, now time.Time) (task.Step, error) {
+	_, err = s.mutateHeld(s.ctx, id, func(_ *db.TaskTx, t *task.Task, now time.Time) (task.Step, error) {
 		if t == nil {
 			return task.Step{}, runtime.ErrSettled
 		}
@@ -150,14 +150,16 @@ func (s *Service) fail(id string, f runtime.Failure) {
 // if its runtime can, and otherwise settled failed (unavailable,
 // retryable) by Machine.Interrupt.
 func (s *Service) recover(id string) {
-	step, err := s.mutate(s.ctx, id, func(_ *db.TaskTx, t *task.Task, now time.Time) (task.Step, error) {
+	step, err := s.mutateHeld(s.ctx, id, func(_ *db.TaskTx, t *task.Task, now time.Time) (task.Step, error) {
 		if t == nil {
 			return task.Step{}, runtime.ErrSettled
 		}
 		return s.m.Tick(*t, now)
 	})
 	if err != nil {
-		s.log.Error("taskd: recover", "task", id, "err", err)
+		if !isLeaseLost(err) {
+			s.log.Error("taskd: recover", "task", id, "err", err)
+		}
 		return
 	}
 	t := step.Task
@@ -187,7 +189,7 @@ func (s *Service) recover(id string) {
 			}
 		}
 	}
-	_, err = s.mutate(s.ctx, id, func(_ *db.TaskTx, t *task.Task, now time.Time) (task.Step, error) {
+	_, err = s.mutateHeld(s.ctx, id, func(_ *db.TaskTx, t *task.Task, now time.Time) (task.Step, error) {
 		if t == nil {
 			return task.Step{}, runtime.ErrSettled
 		}
@@ -211,7 +213,7 @@ var _ runtime.Reporter = reporter{}
 // report commits the step f computes from the committed task. A task that
 // is gone or terminal answers runtime.ErrSettled.
 func (r reporter) report(f func(t task.Task, now time.Time) (task.Step, error)) error {
-	_, err := r.s.mutate(context.Background(), r.id, func(_ *db.TaskTx, t *task.Task, now time.Time) (task.Step, error) {
+	_, err := r.s.mutateHeld(context.Background(), r.id, func(_ *db.TaskTx, t *task.Task, now time.Time) (task.Step, error) {
 		if t == nil {
 			return task.Step{}, runtime.ErrSettled
 		}

@@ -35,9 +35,11 @@
 // after it), the insert and the version hold. The <accepted/> may be sent
 // once Invoke returns; Dispatch then commits running and starts the runtime.
 //
-// # Restart
+// # Restart and several gateways
 //
-// Start loads every task that is not terminal: a due timer settles it
+// Every task that is not terminal is held by one gateway under a lease
+// (lease.go). Start claims every task whose lease lapsed or whose gateway
+// is known gone, a previous run of this one included: a due timer settles it
 // first; a task still accepted is dispatched as if just admitted; any other
 // is resumed if its runtime can resume it, and otherwise settled failed
 // (unavailable, retryable) at the next revision, with its event.
@@ -53,6 +55,7 @@ import (
 	"time"
 
 	"agentgw/db"
+	"agentgw/internal/instance"
 	"agentgw/manifest"
 	"agentgw/runtime"
 	"agentgw/task"
@@ -145,12 +148,19 @@ type Options struct {
 	// Log receives background faults (a commit that failed for a runtime
 	// report, a purge that failed). Nil discards them.
 	Log *slog.Logger
+	// Instance is the holder ID of this service's task leases (lease.go);
+	// "" makes a fresh one. Two services must never share one.
+	Instance string
+	// LeaseRenew, LeaseLapse and SignalPoll are the lease timings
+	// (0: DefaultLeaseRenew, DefaultLeaseLapse, DefaultSignalPoll).
+	LeaseRenew, LeaseLapse, SignalPoll time.Duration
 }
 
 // Service runs the tasks of the hosted endpoints. It is safe for
 // concurrent use.
 type Service struct {
 	store     *db.Store
+	id        string // the instance ID, holder of the leases
 	gc        *db.GroupCommitter
 	m         *task.Machine
 	opts      Options
@@ -215,6 +225,18 @@ func New(store *db.Store, opts Options) (*Service, error) {
 	if opts.PurgeInterval <= 0 {
 		opts.PurgeInterval = DefaultPurgeInterval
 	}
+	if opts.LeaseRenew <= 0 {
+		opts.LeaseRenew = DefaultLeaseRenew
+	}
+	if opts.LeaseLapse <= 0 {
+		opts.LeaseLapse = DefaultLeaseLapse
+	}
+	if opts.SignalPoll <= 0 {
+		opts.SignalPoll = DefaultSignalPoll
+	}
+	if opts.Instance == "" {
+		opts.Instance = instance.New()
+	}
 	clock := opts.Clock
 	if clock == nil {
 		clock = realClock{now: func() time.Time { return store.Now() }}
@@ -236,6 +258,7 @@ func New(store *db.Store, opts Options) (*Service, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Service{
 		store:     store,
+		id:        opts.Instance,
 		gc:        gc,
 		m:         task.NewMachine(opts.Machine),
 		opts:      opts,
@@ -256,8 +279,9 @@ func New(store *db.Store, opts Options) (*Service, error) {
 // Machine returns the task rules in force.
 func (s *Service) Machine() *task.Machine { return s.m }
 
-// Start recovers the tasks a previous run left unsettled, then runs the
-// timers and the purge. It returns once every recovered task has been
+// Start claims and recovers the tasks a previous run left unsettled and
+// nobody else holds (lease.go), then runs the timers, the purge, the lease
+// loop and the signal loop. It returns once every recovered task has been
 // resumed, dispatched or settled.
 func (s *Service) Start(ctx context.Context) error {
 	s.mu.Lock()
@@ -268,25 +292,23 @@ func (s *Service) Start(ctx context.Context) error {
 	s.started = true
 	s.mu.Unlock()
 
-	recs, err := s.store.LiveTasks(ctx)
+	// The tasks nobody holds: lapsed leases, a gateway of this machine
+	// that is gone, a previous run of this one. Those another live
+	// gateway holds stay with it.
+	s.log.Debug("taskd: holding tasks as", "instance", s.id)
+	claims, err := s.claimAll(ctx, 0)
 	if err != nil {
 		return fmt.Errorf("taskd: recover: %w", err)
 	}
-	var ids []string
-	for _, rec := range recs {
-		t, err := decode(rec)
-		if err != nil {
-			return fmt.Errorf("taskd: recover: %w", err)
-		}
-		s.mu.Lock()
-		s.addLiveLocked(&t)
-		s.live[t.ID].dispatched = true
-		s.mu.Unlock()
-		ids = append(ids, t.ID)
+	ids, err := s.adopt(claims)
+	if err != nil {
+		return fmt.Errorf("taskd: recover: %w", err)
 	}
-	s.loops.Add(2)
+	s.loops.Add(4)
 	go s.timerLoop()
 	go s.purgeLoop()
+	go s.leaseLoop()
+	go s.signalLoop()
 
 	var wg sync.WaitGroup
 	for _, id := range ids {
@@ -331,6 +353,10 @@ wait:
 	}
 	s.loops.Wait()
 	err := s.gc.Close()
+	if s.started {
+		// What this gateway held is for the next one to claim now.
+		s.release()
+	}
 	// The committer has stopped, so no hook queues an event any more.
 	s.notes.close()
 	<-s.sent

@@ -101,13 +101,13 @@ func (s *Service) fireDue() {
 // tick applies the timers due to one task: its deadline, or the expiry of
 // its pending input (re-issued or settled).
 func (s *Service) tick(id string) {
-	_, err := s.mutate(context.Background(), id, func(_ *db.TaskTx, t *task.Task, now time.Time) (task.Step, error) {
+	_, err := s.mutateHeld(context.Background(), id, func(_ *db.TaskTx, t *task.Task, now time.Time) (task.Step, error) {
 		if t == nil {
 			return task.Step{}, nil
 		}
 		return s.m.Tick(*t, now)
 	})
-	if err != nil {
+	if err != nil && !isLeaseLost(err) {
 		s.log.Error("taskd: timer commit failed", "task", id, "err", err)
 		// Try again at the next pass rather than never.
 		s.mu.Lock()

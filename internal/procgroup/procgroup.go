@@ -37,3 +37,11 @@ type Group struct {
 // killWait bounds how long KillStale waits for the processes it killed
 // to be gone.
 const killWait = 5 * time.Second
+
+// Process identifies one process across the reuse of its PID: the boot
+// it ran in, its PID and its start time in clock ticks since that boot.
+type Process struct {
+	BootID string
+	PID    int
+	Start  uint64
+}

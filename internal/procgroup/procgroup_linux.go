@@ -156,3 +156,28 @@ func readStat(pid int) (proc, error) {
 	}
 	return proc{pid: pid, pgrp: pgrp, state: f[0][0], start: start}, nil
 }
+
+// Self identifies the running process: this boot, its PID and its start
+// time.
+func Self() (Process, error) {
+	boot, err := BootID()
+	if err != nil {
+		return Process{}, err
+	}
+	st, err := readStat(os.Getpid())
+	if err != nil {
+		return Process{}, err
+	}
+	return Process{BootID: boot, PID: st.pid, Start: st.start}, nil
+}
+
+// Gone reports whether p is known to have ended: it ran during this boot
+// of this machine and runs no more. A process of another boot, or of
+// another machine, is never known to be gone.
+func Gone(p Process) bool {
+	boot, err := BootID()
+	if err != nil || p.BootID != boot {
+		return false
+	}
+	return !alive(proc{pid: p.PID, start: p.Start})
+}

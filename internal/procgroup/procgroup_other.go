@@ -18,3 +18,9 @@ func Identify(int) (Group, error) { return Group{}, errUnsupported }
 
 // KillStale does nothing here.
 func KillStale([]Group) (int, error) { return 0, nil }
+
+// Self is not supported here.
+func Self() (Process, error) { return Process{}, errUnsupported }
+
+// Gone never knows a process to be gone here.
+func Gone(Process) bool { return false }

@@ -116,6 +116,15 @@ func Scopes(c ScopeCheck) mcp.Middleware {
 					refused(ctx, method, scope.MessageGet)
 					return nil, mcp.ResourceNotFoundError(uri)
 				}
+			case "subscriptions/listen":
+				// The current revision's resources/subscribe: hearing of
+				// resources needs Resources.List, as subscribing does.
+				if lr, ok := req.(*mcp.SubscriptionsListenRequest); ok && lr.Params != nil && lr.Params.Notifications != nil &&
+					(lr.Params.Notifications.ResourcesListChanged || len(lr.Params.Notifications.ResourceSubscriptions) > 0) &&
+					!held.Has(scope.ResourcesList) {
+					refused(ctx, method, scope.ResourcesList)
+					return nil, Forbidden("listening to resources", scope.ResourcesList)
+				}
 			default:
 				if sc, ok := methodScopes[method]; ok && !held.Has(sc) {
 					refused(ctx, method, sc)

@@ -1,0 +1,255 @@
+package db
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// copyTables are the tables Copy moves, parents first (foreign keys). The
+// rest of the schema is derived from them by triggers or by the write
+// path (derivedTables), and the target builds its own as the rows arrive.
+var copyTables = []string{
+	"endpoint",
+	"manifest_version",
+	"active_endpoint",
+	"presence_subscription",
+	"version_tombstone",
+	"version_retention",
+	"mcp_import",
+	"task",
+	"task_event",
+	"task_input",
+	"chat_contact",
+	"chat_outbox",
+	"chat_queue",
+}
+
+// derivedTables are not copied: counters and the search index follow the
+// copied rows on the target; the generations are the target's own; and
+// runtime_process names processes of the machine the store was on.
+var derivedTables = []string{
+	"stat",
+	"search_text",
+	"search_gram",
+	"search_gram_count",
+	"search_pending",
+	"search_generation",
+	"store_generation",
+	"caller_usage",
+	"endpoint_count",
+	"runtime_process",
+	"agentgw_schema",
+}
+
+// CopyReport is what Copy moved: rows per table, in copyTables' order.
+type CopyReport struct {
+	Tables []TableCount
+}
+
+// TableCount is one table's row count.
+type TableCount struct {
+	Table string
+	Rows  int64
+}
+
+// ErrNotEmpty means Copy's target already holds rows.
+var ErrNotEmpty = fmt.Errorf("db: copy: the target store is not empty")
+
+// Copy copies every row of src that is not derived into dst, which must be
+// empty, in one write transaction of dst read from one snapshot of src:
+// either engine to either. It then checks dst against src: the row count
+// of every table, every manifest version's hash (stored and recomputed
+// from its canonical bytes), and the counters the target derived.
+// A write to src after the snapshot is not in dst: stop the gateways
+// first.
+func Copy(ctx context.Context, src, dst *Store) (CopyReport, error) {
+	var rep CopyReport
+	if err := dst.checkEmpty(ctx); err != nil {
+		return rep, err
+	}
+	rt, err := src.beginRead(ctx)
+	if err != nil {
+		return rep, fmt.Errorf("db: copy: %w", err)
+	}
+	defer rt.rollback()
+	wt, err := dst.beginWrite(ctx)
+	if err != nil {
+		return rep, fmt.Errorf("db: copy: %w", err)
+	}
+	defer wt.rollback()
+	for _, table := range copyTables {
+		n, err := copyTable(ctx, rt, wt, table)
+		if err != nil {
+			return rep, fmt.Errorf("db: copy: %s: %w", table, err)
+		}
+		rep.Tables = append(rep.Tables, TableCount{table, n})
+	}
+	if dst.pg {
+		if err := pgAdvanceIdentities(ctx, wt); err != nil {
+			return rep, fmt.Errorf("db: copy: %w", err)
+		}
+	}
+	if err := wt.commit(); err != nil {
+		return rep, fmt.Errorf("db: copy: commit: %w", err)
+	}
+	return rep, verifyCopy(ctx, rt, dst, rep)
+}
+
+// checkEmpty fails with ErrNotEmpty if any copied table of s has a row.
+func (s *Store) checkEmpty(ctx context.Context) error {
+	t, err := s.beginRead(ctx)
+	if err != nil {
+		return fmt.Errorf("db: copy: %w", err)
+	}
+	defer t.rollback()
+	for _, table := range copyTables {
+		var one int
+		err := t.queryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM `+table+` LIMIT 1) AS one`).Scan(&one)
+		if err != nil {
+			return fmt.Errorf("db: copy: %s: %w", table, err)
+		}
+		if one > 0 {
+			return fmt.Errorf("%w: %s has rows", ErrNotEmpty, table)
+		}
+	}
+	return nil
+}
+
+// copyTable copies table's rows from rt to wt, column by name, in the
+// order of its first column.
+func copyTable(ctx context.Context, rt, wt *txn, table string) (int64, error) {
+	rows, err := rt.query(ctx, `SELECT * FROM `+table+` ORDER BY 1`)
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return 0, err
+	}
+	insert := `INSERT INTO ` + table + ` (` + strings.Join(cols, ", ") + `) VALUES (` +
+		strings.TrimSuffix(strings.Repeat("?, ", len(cols)), ", ") + `)`
+	vals := make([]any, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	var n int64
+	for rows.Next() {
+		if err := rows.Scan(ptrs...); err != nil {
+			return n, err
+		}
+		if _, err := wt.exec(ctx, insert, vals...); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, rows.Err()
+}
+
+// pgAdvanceIdentities moves every identity column's sequence past the
+// rows copied with explicit values, so that the next insert does not
+// collide with them.
+func pgAdvanceIdentities(ctx context.Context, t *txn) error {
+	rows, err := t.tx.QueryContext(ctx, `SELECT table_name, column_name FROM information_schema.columns
+		WHERE table_schema = current_schema() AND is_identity = 'YES'`)
+	if err != nil {
+		return err
+	}
+	var idents [][2]string
+	for rows.Next() {
+		var tc [2]string
+		if err := rows.Scan(&tc[0], &tc[1]); err != nil {
+			rows.Close()
+			return err
+		}
+		idents = append(idents, tc)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, tc := range idents {
+		q := `SELECT setval(pg_get_serial_sequence($1, $2), coalesce((SELECT max(` + tc[1] + `) FROM ` + tc[0] + `), 0) + 1, false)`
+		if _, err := t.tx.ExecContext(ctx, q, tc[0], tc[1]); err != nil {
+			return fmt.Errorf("%s.%s: %w", tc[0], tc[1], err)
+		}
+	}
+	return nil
+}
+
+// verifyCopy checks dst against the snapshot rt of src: counts, manifest
+// hashes, and the counters dst derived.
+func verifyCopy(ctx context.Context, rt *txn, dst *Store, rep CopyReport) error {
+	t, err := dst.beginRead(ctx)
+	if err != nil {
+		return fmt.Errorf("db: copy: verify: %w", err)
+	}
+	defer t.rollback()
+	for _, tc := range rep.Tables {
+		var n int64
+		if err := t.queryRow(ctx, `SELECT count(*) FROM `+tc.Table).Scan(&n); err != nil {
+			return fmt.Errorf("db: copy: verify: %s: %w", tc.Table, err)
+		}
+		if n != tc.Rows {
+			return fmt.Errorf("db: copy: verify: %s has %d rows, the source %d", tc.Table, n, tc.Rows)
+		}
+	}
+	want, err := versionHashes(ctx, rt)
+	if err != nil {
+		return fmt.Errorf("db: copy: verify: source: %w", err)
+	}
+	got, err := versionHashes(ctx, t)
+	if err != nil {
+		return fmt.Errorf("db: copy: verify: %w", err)
+	}
+	if !slices.EqualFunc(want, got, func(a, b versionHash) bool {
+		return a.jid == b.jid && a.version == b.version && a.hash == b.hash
+	}) {
+		return fmt.Errorf("db: copy: verify: the manifest versions differ from the source's")
+	}
+	t.rollback()
+	drift, err := dst.CheckCounters(ctx)
+	if err != nil {
+		return fmt.Errorf("db: copy: verify: %w", err)
+	}
+	if len(drift) > 0 {
+		return fmt.Errorf("db: copy: verify: counters differ: %s", strings.Join(drift, "; "))
+	}
+	return nil
+}
+
+// versionHash is one manifest version's identity and stored hash.
+type versionHash struct {
+	jid, version string
+	hash         [32]byte
+}
+
+// versionHashes lists every manifest version with its stored hash, after
+// checking the hash against the canonical bytes it was made from.
+func versionHashes(ctx context.Context, t *txn) ([]versionHash, error) {
+	rows, err := t.query(ctx, `SELECT endpoint_jid, version, hash, canonical FROM manifest_version ORDER BY endpoint_jid, version`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []versionHash
+	for rows.Next() {
+		var v versionHash
+		var hash, canonical []byte
+		if err := rows.Scan(&v.jid, &v.version, &hash, &canonical); err != nil {
+			return nil, err
+		}
+		sum := sha256.Sum256(canonical)
+		if !bytes.Equal(hash, sum[:]) {
+			return nil, fmt.Errorf("%s %s: the stored hash is not its manifest's", v.jid, v.version)
+		}
+		v.hash = sum
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,146 @@
+package db_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"agentgw/db"
+	"agentgw/internal/pgtest"
+)
+
+// otherEngine opens an empty store on the engine this pass does not use:
+// PostgreSQL in the SQLite pass, a SQLite file in the PostgreSQL pass.
+func otherEngine(t *testing.T) *db.Store {
+	t.Helper()
+	loc := filepath.Join(t.TempDir(), "target.db")
+	if !onPostgres() {
+		loc = pgtest.URL(t)
+	}
+	s, err := db.Open(context.Background(), loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// TestCopy: a store with every kind of row, copied to the other engine,
+// reads the same there: directory, search, manifests, tombstones, tasks
+// with their events, chat consent, queue and outbox; its counters agree;
+// and a second copy into the same target is refused.
+func TestCopy(t *testing.T) {
+	ctx := context.Background()
+	src, _, gc := withWeather(t)
+	mustRegister(t, src, manifest("calendar@agents.example", "1", "calendar", "Calendar"))
+	mustRegister(t, src, manifest("calendar@agents.example", "2", "calendar", "Calendar"))
+	mustActivate(t, src, "calendar@agents.example", "2")
+	if err := src.RemoveVersion(ctx, "calendar@agents.example", "1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := src.Subscribe(ctx, "calendar@agents.example", "alice@example.org"); err != nil {
+		t.Fatal(err)
+	}
+	rec := taskRec("task-1", "req-1")
+	err := gc.Do(ctx, func(tx *db.TaskTx) error {
+		if err := insert(tx, rec); err != nil {
+			return err
+		}
+		return tx.InsertEvents([]db.TaskEvent{{TaskID: "task-1", Revision: 1, ID: "evt-1", Type: "progress", Payload: []byte(`{"p":1}`)}})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := src.ChatInbound(ctx, "calendar@agents.example", "alice@example.org"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := src.ChatEnqueue(ctx, db.ChatIn{ID: "m1", Endpoint: "calendar@agents.example",
+		Sender: "alice@example.org/phone", Recipient: "calendar@agents.example", Type: "chat", Body: "hello"},
+		"alice@example.org", 100); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := src.ChatSend(ctx, db.ChatOut{Endpoint: "calendar@agents.example", Recipient: "alice@example.org/phone",
+		Peer: "alice@example.org", OriginID: "o1", Type: "chat", Body: "hi"}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+
+	dst := otherEngine(t)
+	rep, err := db.Copy(ctx, src, dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]int64{}
+	for _, tc := range rep.Tables {
+		rows[tc.Table] = tc.Rows
+	}
+	for table, want := range map[string]int64{"endpoint": 2, "manifest_version": 3, "version_tombstone": 1,
+		"presence_subscription": 1, "task": 1, "task_event": 1, "chat_contact": 1, "chat_queue": 1, "chat_outbox": 1} {
+		if rows[table] != want {
+			t.Errorf("%s: %d rows copied, want %d", table, rows[table], want)
+		}
+	}
+
+	// What the gateway reads, read from the target.
+	if a, b := dirJIDs(t, src), dirJIDs(t, dst); !slices.Equal(a, b) || len(a) != 2 {
+		t.Errorf("directory: source %v, target %v", a, b)
+	}
+	for _, jv := range [][2]string{{"weather@agents.example", "1.0"}, {"weather@agents.example", "2.0"}, {"calendar@agents.example", "2"}} {
+		a, errA := src.Version(ctx, jv[0], jv[1])
+		b, errB := dst.Version(ctx, jv[0], jv[1])
+		if errA != nil || errB != nil || a.Hash != b.Hash || string(a.Canonical) != string(b.Canonical) {
+			t.Errorf("%s %s: %v %v, hashes %x %x", jv[0], jv[1], errA, errB, a.Hash, b.Hash)
+		}
+	}
+	if ts, err := dst.Tombstones(ctx, "calendar@agents.example"); err != nil || len(ts) != 1 {
+		t.Errorf("tombstones on the target: %v, %v", ts, err)
+	}
+	got, err := dst.Task(ctx, "task-1")
+	if err != nil || got.Caller != rec.Caller || string(got.Doc) != string(rec.Doc) || got.RequestID != "req-1" {
+		t.Errorf("task on the target: %+v, %v", got, err)
+	}
+	if evs, err := dst.TaskEvents(ctx, "task-1"); err != nil || len(evs) != 1 || string(evs[0].Payload) != `{"p":1}` {
+		t.Errorf("events on the target: %+v, %v", evs, err)
+	}
+	if q, err := dst.ChatQueue(ctx, "calendar@agents.example", 10); err != nil || len(q) != 1 || q[0].Body != "hello" {
+		t.Errorf("chat queue on the target: %+v, %v", q, err)
+	}
+	if out, err := dst.ChatOutbox(ctx, 10); err != nil || len(out) != 1 || out[0].Body != "hi" {
+		t.Errorf("chat outbox on the target: %+v, %v", out, err)
+	}
+	if err := dst.ChatConsent(ctx, "calendar@agents.example", "alice@example.org", time.Hour); err != nil {
+		t.Errorf("consent on the target: %v", err)
+	}
+	// The target goes on: new rows after the copied ones.
+	next, err := dst.ChatSend(ctx, db.ChatOut{Endpoint: "calendar@agents.example", Recipient: "alice@example.org/phone",
+		Peer: "alice@example.org", OriginID: "o2", Type: "chat", Body: "again"}, time.Hour)
+	if err != nil {
+		t.Fatalf("a send on the target after the copy: %v", err)
+	}
+	if out, _ := dst.ChatOutbox(ctx, 10); len(out) != 2 || next.Seq <= out[0].Seq {
+		t.Errorf("outbox after a new send: %+v (new seq %d)", out, next.Seq)
+	}
+	if drift, err := dst.CheckCounters(ctx); err != nil || len(drift) > 0 {
+		t.Errorf("counters on the target: %v, %v", drift, err)
+	}
+
+	if _, err := db.Copy(ctx, src, dst); !errors.Is(err, db.ErrNotEmpty) {
+		t.Errorf("a second copy into the same target: %v, want ErrNotEmpty", err)
+	}
+}
+
+// dirJIDs lists the directory of s.
+func dirJIDs(t *testing.T, s *db.Store) []string {
+	t.Helper()
+	page, err := s.Directory(context.Background(), db.Scope{All: true}, db.Page{Max: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, it := range page.Items {
+		out = append(out, it.JID)
+	}
+	return out
+}

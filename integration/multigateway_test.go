@@ -1,0 +1,527 @@
+package integration
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"agentgw/c2s"
+	"agentgw/db"
+	"agentgw/internal/harness"
+	"agentgw/task"
+	"agentgw/wire"
+)
+
+// Several gateways on one store (taskd/lease.go): real `agentgw serve`
+// processes sharing one SQLite file, one of them killed with SIGKILL.
+
+// Parameters of TestTwoGatewaysOnEjabberdKill, scaled to run in about a
+// minute on a small shared machine (issue 34 asks for 1,000 admissions).
+const (
+	multiAdmissions = 400
+	multiWorkers    = 32
+	multiConns      = 4
+	multiMaxDelay   = 250
+	multiIQTimeout  = 4 * time.Second
+	multiBudget     = 5 * time.Minute
+)
+
+// multiLedger is the ledger endpoint the ejabberd gateways host.
+const multiLedger = "ledger@" + harness.RemoteComponentDomain
+
+// startGatewayNoWait starts `agentgw serve -config config` and returns at
+// once: on Prosody a second gateway waits for the component domain and
+// has no stream yet. It stops when the test ends.
+func startGatewayNoWait(t testing.TB, config string) *gatewayProc {
+	t.Helper()
+	g := &gatewayProc{done: make(chan struct{}), upCh: make(chan struct{}, 16)}
+	g.cmd = exec.Command(suite.bin, "serve", "-config", config)
+	stderr, err := g.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			g.mu.Lock()
+			g.log.WriteString(line + "\n")
+			if strings.Contains(line, "component stream up") {
+				g.ups++
+				select {
+				case g.upCh <- struct{}{}:
+				default:
+				}
+			}
+			g.mu.Unlock()
+		}
+		g.cmd.Wait()
+		close(g.done)
+	}()
+	return g
+}
+
+// multiEjabberdConfig writes the configuration of the gateways that share
+// one database as ejabberd's component: the ledger endpoint, which bob may
+// invoke. It returns the configuration's path and the ledger file.
+func multiEjabberdConfig(t *testing.T, name string) (config, ledger string) {
+	t.Helper()
+	dir := filepath.Join(suite.dir, name)
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "component.secret"), []byte(suite.env.ComponentSecret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ledgerDir := t.TempDir()
+	ledger = filepath.Join(ledgerDir, "ledger.log")
+	tool, err := filepath.Abs("../examples/tools/ledger-tool.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	config = filepath.Join(dir, "agentgw.toml")
+	body := fmt.Sprintf(`
+[component]
+domain = %[1]q
+server = %[2]q
+secret_file = "component.secret"
+ping_interval = "5s"
+ping_timeout = "3s"
+reconnect_max = "2s"
+
+[gateway]
+name = "Two gateways on ejabberd"
+rate_limit = 100000
+rate_burst = 100000
+domain_rate_limit = 100000
+domain_rate_burst = 100000
+
+[database]
+path = "agentgw.db"
+
+[log]
+level = "debug"
+
+[policy]
+local_domains = [%[3]q]
+
+[[policy.visibility]]
+principals = [%[3]q]
+endpoints = ["*"]
+
+[[endpoint]]
+jid = %[4]q
+runtime = "exec"
+command = [%[5]q, %[6]q]
+sandbox_write = [%[7]q]
+
+[[policy.invoke]]
+principals = ["bob@%[3]s"]
+endpoints = [%[4]q]
+tools = ["*"]
+`, harness.RemoteComponentDomain, suite.env.EjabberdComponentAddr, harness.RemoteDomain, multiLedger, tool, ledger, ledgerDir)
+	if err := os.WriteFile(config, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(ledgerManifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	man := filepath.Join(dir, "ledger.manifest.json")
+	if err := os.WriteFile(man, []byte(strings.ReplaceAll(string(raw), ledgerEndpoint, multiLedger)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if out, err := agentgw(ctx, "endpoint", "register", "-config", config, "-activate", man); err != nil {
+		t.Fatalf("register ledger: %v %s", err, out)
+	}
+	return config, ledger
+}
+
+// multiRequest is one invocation: its payload never changes, so a retry
+// is a replay.
+type multiRequest struct {
+	requestID, key, payload string
+	taskID                  string
+}
+
+// multiInvoke sends r once and returns the task ID accepted, or errRetry
+// when the outcome is unknown (no answer) or a wait.
+func multiInvoke(ctx context.Context, c *c2s.Client, to string, r *multiRequest, lost, bounced *atomic.Int64) (string, error) {
+	ictx, cancel := context.WithTimeout(ctx, multiIQTimeout)
+	defer cancel()
+	raw, err := c.IQ(ictx, "set", to, r.payload)
+	if err != nil {
+		lost.Add(1)
+		return "", errRetry
+	}
+	el, err := wire.Parse(raw)
+	if err != nil {
+		return "", err
+	}
+	if typ, _ := el.AttrValue("type"); typ == "error" {
+		if strings.Contains(raw, `type="wait"`) || strings.Contains(raw, `type='wait'`) {
+			bounced.Add(1)
+			return "", errRetry
+		}
+		return "", fmt.Errorf("refused: %s", raw)
+	}
+	kids := el.Children()
+	if len(kids) != 1 {
+		return "", fmt.Errorf("unexpected answer: %s", raw)
+	}
+	acc, err := task.ParseAccepted(kids[0])
+	if err != nil || acc.RequestID != r.requestID {
+		return "", fmt.Errorf("not an acceptance of %s: %s", r.requestID, raw)
+	}
+	return acc.TaskID, nil
+}
+
+// TestTwoGatewaysOnEjabberdKill: two gateways on one database are both
+// ejabberd's component for one domain; bob's invocations of the ledger
+// tool (a line in a file per execution) are spread over both by ejabberd.
+// One gateway is killed with SIGKILL in the middle of the stream. Every
+// accepted task is found again by its replay, every one settles (those the
+// dead gateway held are taken over by the survivor), and no task's side
+// effect happens twice.
+func TestTwoGatewaysOnEjabberdKill(t *testing.T) {
+	need(t)
+	if testing.Short() {
+		t.Skip("skipped with -short")
+	}
+	start := time.Now()
+	config, ledger := multiEjabberdConfig(t, "two-on-ejabberd")
+	ctx, cancel := context.WithTimeout(context.Background(), multiBudget)
+	defer cancel()
+	a, err := startGatewayWith(ctx, config)
+	if err != nil {
+		t.Fatalf("gateway A: %v", err)
+	}
+	t.Cleanup(a.stop)
+	b, err := startGatewayWith(ctx, config)
+	if err != nil {
+		t.Fatalf("gateway B: %v", err)
+	}
+	t.Cleanup(b.stop)
+	if dir := os.Getenv("AGENTGW_MULTI_LOGS"); dir != "" {
+		// Both gateways' logs, for a look at where the time went.
+		t.Cleanup(func() {
+			os.WriteFile(filepath.Join(dir, "A.log"), []byte(a.logText()), 0o600)
+			os.WriteFile(filepath.Join(dir, "B.log"), []byte(b.logText()), 0o600)
+		})
+	}
+
+	_, hash := activeVersionIn(t, config, multiLedger)
+	digest := mustDigest(t, hash)
+	run := newRequestID(t)[4:16]
+	reqs := make([]*multiRequest, multiAdmissions)
+	for i := range reqs {
+		r := &multiRequest{requestID: newRequestID(t), key: fmt.Sprintf("multi-%s-%04d", run, i)}
+		r.payload = marshalTask(t, task.Invoke{
+			RequestID: r.requestID, Tool: ledgerTool, APIVersion: ledgerVersion, ManifestHash: digest,
+			Arguments: fmt.Sprintf(`{"delay_ms":%d,"key":%q}`, rand.IntN(multiMaxDelay+1), r.key),
+		})
+		reqs[i] = r
+	}
+	conns := make([]*c2s.Client, multiConns)
+	for i := range conns {
+		conns[i] = login(t, "bob", harness.RemoteDomain)
+	}
+
+	var accepted, lost, bounced atomic.Int64
+	var failures sync.Map
+	work := make(chan *multiRequest, len(reqs))
+	for _, r := range reqs {
+		work <- r
+	}
+	close(work)
+	var wg sync.WaitGroup
+	defer func() {
+		cancel()
+		wg.Wait()
+	}()
+	for i := range multiWorkers {
+		wg.Add(1)
+		go func(c *c2s.Client) {
+			defer wg.Done()
+			for r := range work {
+				for ctx.Err() == nil {
+					id, err := multiInvoke(ctx, c, multiLedger, r, &lost, &bounced)
+					if err == nil {
+						r.taskID = id
+						accepted.Add(1)
+						break
+					}
+					if !errors.Is(err, errRetry) {
+						failures.Store(r.requestID, err.Error())
+						break
+					}
+					time.Sleep(time.Duration(50+rand.IntN(200)) * time.Millisecond)
+				}
+			}
+		}(conns[i%multiConns])
+	}
+
+	// Progress, for the record: where the time goes, before and after
+	// the kill.
+	progress := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(5 * time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-progress:
+				return
+			case <-tick.C:
+				t.Logf("%v: %d accepted, %d answers lost, %d bounced", time.Since(start).Round(time.Second), accepted.Load(), lost.Load(), bounced.Load())
+			}
+		}
+	}()
+	defer close(progress)
+	for accepted.Load() < multiAdmissions/3 && ctx.Err() == nil {
+		time.Sleep(time.Millisecond)
+	}
+	t.Logf("%v: killing A", time.Since(start).Round(time.Millisecond))
+	killedAt := accepted.Load()
+	if err := a.cmd.Process.Kill(); err != nil {
+		t.Fatalf("kill: %v", err)
+	}
+	<-a.done
+	killed := time.Now()
+	wg.Wait()
+	if ctx.Err() != nil {
+		t.Fatalf("out of time: %d of %d accepted", accepted.Load(), len(reqs))
+	}
+	failures.Range(func(k, v any) bool {
+		t.Errorf("request %s: %s", k, v)
+		return true
+	})
+	if t.Failed() {
+		t.FailNow()
+	}
+	admitted := time.Now()
+
+	// Every accepted request replays to its task, at the survivor.
+	for _, r := range reqs {
+		for ctx.Err() == nil {
+			id, err := multiInvoke(ctx, conns[0], multiLedger, r, &lost, &bounced)
+			if errors.Is(err, errRetry) {
+				time.Sleep(100 * time.Millisecond)
+				continue
+			}
+			if err != nil || id != r.taskID {
+				t.Errorf("replay of %s: task %q, error %v; accepted as %s", r.requestID, id, err, r.taskID)
+			}
+			break
+		}
+	}
+
+	// Every task settles: those A held are taken over by B.
+	store, err := db.Open(ctx, filepath.Join(filepath.Dir(config), "agentgw.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	byID := map[string]*multiRequest{}
+	for _, r := range reqs {
+		byID[r.taskID] = r
+	}
+	for {
+		live, err := store.LiveTasks(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, rec := range live {
+			if byID[rec.ID] != nil {
+				n++
+			}
+		}
+		if n == 0 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("%d tasks never settled\nB:\n%s", n, tail(b.logText(), 40))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	settled := time.Now()
+	states := map[string]int{}
+	for id := range byID {
+		rec, err := store.Task(ctx, id)
+		if err != nil {
+			t.Errorf("task %s: %v", id, err)
+			continue
+		}
+		states[rec.State]++
+		evs, err := store.TaskEvents(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, ev := range evs {
+			if ev.Revision != int64(i+1) {
+				t.Errorf("task %s: event %d has revision %d: a gap", id, i+1, ev.Revision)
+				break
+			}
+		}
+	}
+
+	raw, err := os.ReadFile(ledger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := map[string][]string{}
+	for _, l := range strings.Split(string(raw), "\n") {
+		f := strings.Fields(l)
+		if len(f) == 2 && strings.HasPrefix(f[1], "multi-"+run+"-") {
+			lines[f[1]] = append(lines[f[1]], f[0])
+		}
+	}
+	executed := 0
+	for _, r := range reqs {
+		hs := lines[r.key]
+		executed += len(hs)
+		if len(hs) > 1 {
+			t.Errorf("task %s (%s) executed %d times", r.taskID, r.key, len(hs))
+		}
+		for _, h := range hs {
+			if h != task.Handle(r.taskID) {
+				t.Errorf("ledger line of %s has handle %s, not %s", r.key, h, task.Handle(r.taskID))
+			}
+		}
+		if rec, err := store.Task(ctx, r.taskID); err == nil && rec.State == string(task.StateCompleted) && len(hs) != 1 {
+			t.Errorf("completed task %s has %d ledger lines", r.taskID, len(hs))
+		}
+	}
+	takeovers := regexp.MustCompile(`taking over tasks of a gateway.*tasks=(\d+)`).FindAllStringSubmatch(b.logText(), -1)
+	taken := 0
+	for _, m := range takeovers {
+		var n int
+		fmt.Sscan(m[1], &n)
+		taken += n
+	}
+	if taken == 0 && states[string(task.StateFailed)] > 0 {
+		t.Errorf("no takeover logged by B, but %d tasks failed", states[string(task.StateFailed)])
+	}
+	t.Logf("A killed after %d acceptances; %d accepted in %v (%d answers lost to the kill, %d bounced); B took over %d tasks; all settled %v after the kill; states %v; %d side effects, none twice; total %v",
+		killedAt, accepted.Load(), admitted.Sub(start).Round(time.Millisecond), lost.Load(), bounced.Load(), taken,
+		settled.Sub(killed).Round(time.Millisecond), states, executed, time.Since(start).Round(time.Millisecond))
+}
+
+// activeVersionIn reads the active version and hash of an endpoint with
+// `agentgw endpoint status -config config`.
+func activeVersionIn(t *testing.T, config, ep string) (version, hash string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	out, err := agentgw(ctx, "endpoint", "status", "-config", config, ep)
+	if err != nil {
+		t.Fatalf("endpoint status %s: %v %s", ep, err, out)
+	}
+	m := regexp.MustCompile(`(?m)^ \* (\S+) sha-256 (\S+) `).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no active version in:\n%s", out)
+	}
+	return m[1], m[2]
+}
+
+// TestProsodyWaiterTakesOver: a second gateway on the suite's
+// configuration and database gets <conflict/> from Prosody, says at info
+// that it waits, and serves within about a second of the connected one
+// being killed with SIGKILL; a task the dead one ran is taken over and
+// settles. The failover time is measured from the kill to the waiter's
+// stream, and to the first answer alice gets.
+func TestProsodyWaiterTakesOver(t *testing.T) {
+	need(t)
+	withTaskEndpoints(t)
+	version, hash := activeVersion(t, demoEndpoint)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	waiter := startGatewayNoWait(t, suite.config)
+	t.Cleanup(func() {
+		if suite.gateway != waiter {
+			waiter.stop()
+		}
+	})
+	waitingRe := regexp.MustCompile(`level=INFO .*waiting to take over`)
+	for !waitingRe.MatchString(waiter.logText()) {
+		select {
+		case <-waiter.done:
+			t.Fatalf("the waiter exited:\n%s", waiter.logText())
+		case <-ctx.Done():
+			t.Fatalf("the waiter never said it waits:\n%s", tail(waiter.logText(), 30))
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	// Waiting is no fault: the only lines above info are none.
+	for _, l := range strings.Split(waiter.logText(), "\n") {
+		if strings.Contains(l, "level=WARN") || strings.Contains(l, "level=ERROR") {
+			t.Errorf("the waiter logged a fault: %s", l)
+		}
+	}
+
+	// The wire first: its check, a cleanup, runs after alice's session
+	// has closed and its drain has ended.
+	w := newTaskWire(t)
+	alice := login(t, "alice", harness.HomeDomain)
+	w.drain(alice)
+	// A task running on the connected gateway when it dies.
+	inv := marshalTask(t, task.Invoke{RequestID: newRequestID(t), Tool: "count", APIVersion: version, ManifestHash: mustDigest(t, hash),
+		Arguments: `{"to":5,"interval_ms":500}`})
+	el, raw := iq(t, alice, "set", demoEndpoint, inv)
+	if typ, _ := el.AttrValue("type"); typ != "result" {
+		t.Fatalf("invoke: %s", raw)
+	}
+	acc, err := task.ParseAccepted(el.Children()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	old := suite.gateway
+	if err := old.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-old.done
+	killed := time.Now()
+	suite.gateway = waiter
+	if err := waiter.waitUp(ctx); err != nil {
+		t.Fatalf("the waiter did not take over: %v\n%s", err, tail(waiter.logText(), 30))
+	}
+	up := time.Since(killed)
+	var answered time.Duration
+	for {
+		ictx, icancel := context.WithTimeout(ctx, 2*time.Second)
+		raw, err := alice.IQ(ictx, "get", demoEndpoint, `<ping xmlns='urn:xmpp:ping'/>`)
+		icancel()
+		if err == nil && (strings.Contains(raw, "type='result'") || strings.Contains(raw, `type="result"`)) {
+			answered = time.Since(killed)
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("no answer after the takeover: %v %s", err, raw)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	st := w.awaitSettled(alice, demoEndpoint, acc.TaskID)
+	if !st.State.Terminal() {
+		t.Errorf("task %s: %s", acc.TaskID, st.State)
+	}
+	t.Logf("Prosody failover: waiter's stream up %v after the kill -9, first answer after %v; the dead gateway's task settled %s at revision %d %v after the kill",
+		up.Round(time.Millisecond), answered.Round(time.Millisecond), st.State, st.Revision, time.Since(killed).Round(time.Millisecond))
+}

@@ -1,0 +1,313 @@
+// Package pgtest gives tests a PostgreSQL database of their own.
+//
+// If AGENTGW_TEST_POSTGRES names a URL, every database is created on that
+// server (its user needs CREATEDB). Otherwise, if Debian's postgresql
+// package is installed (/usr/lib/postgresql/*/bin/initdb), the first test
+// that asks starts a throwaway cluster: initdb in a temporary directory,
+// listening on 127.0.0.1 at a free port with its socket in that directory,
+// never the system service; as root it runs as the postgres user, which
+// initdb and postgres require, and the server dies with the test binary.
+// Stop it from TestMain. With neither, a test
+// that asks is skipped, or fails under AGENTGW_REQUIRE_SERVERS=1.
+//
+// The throwaway cluster runs with fsync off: the tests check what the store
+// commits, not the disk, and fsync is most of a commit's time here. Set
+// AGENTGW_PGTEST_FSYNC=on for benchmarks that compare durable commits.
+package pgtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// EnvURL names the server to use instead of a throwaway cluster.
+const EnvURL = "AGENTGW_TEST_POSTGRES"
+
+var (
+	mu      sync.Mutex
+	started bool
+	admin   string // URL of the maintenance database, or ""
+	reason  string // why there is no server, if admin is ""
+	cluster *throwaway
+	serial  atomic.Int64
+)
+
+// Available starts the server if need be and reports whether there is one,
+// and if not, why.
+func Available() (bool, string) {
+	mu.Lock()
+	defer mu.Unlock()
+	if !started {
+		started = true
+		admin, reason = start()
+	}
+	return admin != "", reason
+}
+
+// URL returns the URL of a new, empty database for t, dropped when t ends.
+// With no server it skips t, or fails it under AGENTGW_REQUIRE_SERVERS=1.
+func URL(t testing.TB) string {
+	t.Helper()
+	if ok, why := Available(); !ok {
+		if os.Getenv("AGENTGW_REQUIRE_SERVERS") != "" {
+			t.Fatalf("no PostgreSQL: %s", why)
+		}
+		t.Skipf("no PostgreSQL: %s (set AGENTGW_REQUIRE_SERVERS=1 to fail instead)", why)
+	}
+	name := fmt.Sprintf("agentgw_test_%d_%d", os.Getpid(), serial.Add(1))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := adminExec(ctx, "CREATE DATABASE "+name+" TEMPLATE template0 ENCODING 'UTF8'"); err != nil {
+		t.Fatalf("pgtest: create database: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := adminExec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
+			t.Logf("pgtest: drop database %s: %v", name, err)
+		}
+	})
+	return withDatabase(admin, name)
+}
+
+// Stop stops the throwaway cluster, if one was started, and removes it.
+func Stop() {
+	mu.Lock()
+	defer mu.Unlock()
+	if cluster != nil {
+		cluster.stop()
+		cluster = nil
+		admin = ""
+		reason = "stopped"
+	}
+}
+
+// adminExec runs one statement on the maintenance database.
+func adminExec(ctx context.Context, stmt string) error {
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, stmt)
+	return err
+}
+
+// withDatabase returns rawURL naming database name.
+func withDatabase(rawURL, name string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return rawURL
+	}
+	u.Path = "/" + name
+	u.RawPath = ""
+	return u.String()
+}
+
+// start finds or starts a server and returns its maintenance URL, or "" and
+// why there is none.
+func start() (string, string) {
+	if u := os.Getenv(EnvURL); u != "" {
+		return withDatabase(u, "postgres"), ""
+	}
+	bins, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
+	if len(bins) == 0 {
+		return "", "neither " + EnvURL + " nor /usr/lib/postgresql/*/bin/initdb (apt-get install postgresql)"
+	}
+	sort.Strings(bins)
+	c, err := startCluster(filepath.Dir(bins[len(bins)-1]))
+	if err != nil {
+		return "", "starting a throwaway cluster: " + err.Error()
+	}
+	cluster = c
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", c.port), ""
+}
+
+// throwaway is a cluster started by startCluster.
+type throwaway struct {
+	dir  string
+	port int
+	cmd  *exec.Cmd // the postmaster
+	done chan struct{}
+}
+
+// command returns the program prog of bin, as the postgres user if we are
+// root (initdb and postgres refuse to run as root), killed with SIGQUIT,
+// PostgreSQL's immediate shutdown, if this process dies first: a test
+// binary that panics or times out leaves no server behind.
+func command(bin string, cred *syscall.Credential, prog string, args ...string) *exec.Cmd {
+	cmd := exec.Command(filepath.Join(bin, prog), args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGQUIT}
+	return cmd
+}
+
+func startCluster(bin string) (*throwaway, error) {
+	dir, err := os.MkdirTemp("", "agentgw-pg-")
+	if err != nil {
+		return nil, err
+	}
+	var cred *syscall.Credential
+	if os.Geteuid() == 0 {
+		u, err := user.Lookup("postgres")
+		if err != nil {
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("running as root, and there is no postgres user: %w", err)
+		}
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		if err := os.Chown(dir, uid, gid); err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+		cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+	}
+	data := filepath.Join(dir, "data")
+	if out, err := command(bin, cred, "initdb", "-A", "trust", "-U", "postgres", "-E", "UTF8", "--locale=C", "--no-sync", "-D", data).CombinedOutput(); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("initdb: %v: %s", err, out)
+	}
+	port, err := freePort()
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	fsync := "off"
+	if os.Getenv("AGENTGW_PGTEST_FSYNC") == "on" {
+		fsync = "on"
+	}
+	logFile, err := os.Create(filepath.Join(dir, "log"))
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	defer logFile.Close()
+	cmd := command(bin, cred, "postgres", "-D", data, "-p", strconv.Itoa(port), "-k", dir,
+		"-c", "listen_addresses=127.0.0.1", "-c", "fsync="+fsync, "-c", "max_connections=200")
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	c := &throwaway{dir: dir, port: port, cmd: cmd, done: make(chan struct{})}
+	go func() { cmd.Wait(); close(c.done) }()
+	url := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable&connect_timeout=2", port)
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		conn, err := pgx.Connect(ctx, url)
+		cancel()
+		if err == nil {
+			conn.Close(context.Background())
+			return c, nil
+		}
+		select {
+		case <-c.done:
+			log, _ := os.ReadFile(filepath.Join(dir, "log"))
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("postgres exited: %s", log)
+		default:
+		}
+		if time.Now().After(deadline) {
+			c.stop()
+			return nil, fmt.Errorf("postgres did not accept connections within 60 s: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// stop shuts the cluster down at once (SIGQUIT: immediate shutdown) and
+// removes it.
+func (c *throwaway) stop() {
+	c.cmd.Process.Signal(syscall.SIGQUIT)
+	select {
+	case <-c.done:
+	case <-time.After(30 * time.Second):
+		c.cmd.Process.Kill()
+		<-c.done
+	}
+	os.RemoveAll(c.dir)
+}
+
+// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	addr, ok := l.Addr().(*net.TCPAddr)
+	if !ok {
+		return 0, errors.New("not a TCP address")
+	}
+	return addr.Port, nil
+}
+
+// EngineEnv selects the store engine of a test pass: "sqlite" or
+// "postgres". RunBoth sets it; set it yourself to run one pass.
+const EngineEnv = "AGENTGW_TEST_ENGINE"
+
+// RunBoth runs a package's tests twice, for TestMain: on SQLite, then on
+// PostgreSQL if there is a server (else the second pass is skipped, with
+// the reason, or fails under AGENTGW_REQUIRE_SERVERS=1). With EngineEnv
+// set it runs that pass alone. It stops the throwaway cluster and returns
+// the exit code.
+func RunBoth(m *testing.M) int {
+	only := os.Getenv(EngineEnv)
+	code := 0
+	if only == "" || only == "sqlite" {
+		os.Setenv(EngineEnv, "sqlite")
+		code = m.Run()
+	}
+	if only == "" || only == "postgres" {
+		if ok, why := Available(); ok {
+			fmt.Println("--- the same tests on PostgreSQL")
+			os.Setenv(EngineEnv, "postgres")
+			if c := m.Run(); c != 0 {
+				code = c
+			}
+		} else if os.Getenv("AGENTGW_REQUIRE_SERVERS") != "" {
+			fmt.Println("no PostgreSQL:", why)
+			code = 1
+		} else {
+			fmt.Println("--- the PostgreSQL pass is skipped:", why)
+		}
+	}
+	Stop()
+	return code
+}
+
+// OnPostgres reports whether this is the PostgreSQL pass of RunBoth.
+func OnPostgres() bool { return os.Getenv(EngineEnv) == "postgres" }
+
+// Location returns where t opens a fresh store: sqlitePath, or in the
+// PostgreSQL pass the URL of a new database.
+func Location(t testing.TB, sqlitePath string) string {
+	t.Helper()
+	if OnPostgres() {
+		return URL(t)
+	}
+	return sqlitePath
+}
+
+// SQLiteOnly skips t in the PostgreSQL pass, saying why.
+func SQLiteOnly(t testing.TB, why string) {
+	t.Helper()
+	if OnPostgres() {
+		t.Skip("SQLite only: " + why)
+	}
+}
