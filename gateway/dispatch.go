@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"encoding/xml"
-	"fmt"
 	"net"
 	"sort"
 	"strings"
@@ -11,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"agentgw/gateway/internal/compstream"
+	"agentgw/gateway/internal/hotpath"
 	"agentgw/metrics"
 	"agentgw/surface"
 	"agentgw/wire"
@@ -29,7 +30,9 @@ type session struct {
 	// made once per stream rather than once per stanza.
 	memCtx context.Context
 	conn   net.Conn
-	lastNS atomic.Int64
+	// idle is when the last stanza came in, for the keepalive and the
+	// idle release.
+	idle compstream.Idle
 	// broken is closed, with brokenErr set, once a write has failed
 	// (session.write); the stream is then being dropped.
 	broken    chan struct{}
@@ -43,20 +46,27 @@ type session struct {
 	presence *presenceState
 	// out is the stream's connection and wmu orders whole stanzas on it
 	// (write.go).
-	out *traceConn
+	out *compstream.Conn
 	wmu sync.Mutex
 	// jids are the read loop's parsed addresses (stanzaAddrs).
 	jids jidCache
-	// memo is the read loop's kept answers (memo.go); nil until the first
-	// and after an idle release.
-	memo atomic.Pointer[memoTable]
-	// seen is the reads the read loop answered lately, of which only a
-	// repeat has its answer kept (memo.go).
-	seen memoSeen
+	// memo is the read loop's kept answers (memo.go), of which only a
+	// repeated read's answer is kept.
+	memo hotpath.Memo[memoEntry]
 }
 
-func (s *session) touch()            { s.lastNS.Store(time.Now().UnixNano()) }
-func (s *session) lastIn() time.Time { return time.Unix(0, s.lastNS.Load()) }
+func (s *session) touch()            { s.idle.Touch() }
+func (s *session) lastIn() time.Time { return s.idle.Last() }
+
+// idleRelease is how long the stream must be quiet before the gateway
+// hands its free heap back to the operating system.
+const idleRelease = time.Second
+
+// releaseWhenIdle calls release once the stream has been quiet for
+// quiet, and again after each later burst (compstream.Idle).
+func (s *session) releaseWhenIdle(quiet time.Duration, release func()) {
+	s.idle.ReleaseWhenIdle(s.ctx, quiet, release)
+}
 
 // Request is one inbound IQ get or set, as handlers see it: the one
 // request type of every surface. route sets its Policy.
@@ -204,7 +214,7 @@ func parseJID(s string) (jid.JID, bool) {
 func (s *session) dispatchIQ(el wire.Element, tooLarge bool) {
 	// A repeated read is answered from the memo (memo.go) before anything
 	// else is worked out.
-	var k memoKey
+	var k hotpath.Key
 	memoable := false
 	if !tooLarge {
 		var id string
@@ -371,211 +381,6 @@ func (s *session) dispatchMessage(el wire.Element) {
 		return
 	}
 	s.quick(func() { s.send(messageBounce(from, to, id)) })
-}
-
-// replyResult answers req from the JID it was addressed to.
-// A result over the wire size limit (wiresize.go) is answered
-// <resource-constraint/> instead.
-//
-// A frozen answer (wire.Frozen, such as an endpoint's disco#info) is
-// written as the bytes it was encoded to once (writeResultBytes). Any
-// other payload is copied once, by measuring it, and encoded by mellium
-// without being measured again: the envelope is bounded (iqEnvelope).
-//
-// onReadLoop is set by the read loop's fast path (fastpath.go): a frozen
-// answer then leaves with the others of the same read (traceConn.writeLater).
-func (s *session) replyResult(req *Request, payload xml.TokenReader, onReadLoop bool) {
-	if raw, ok := wire.FrozenBytes(payload); ok && s.out != nil {
-		if s.writeResultBytes(req, raw, onReadLoop) {
-			return
-		}
-	}
-	payload, ok := boundPayload(payload)
-	if !ok {
-		s.g.log.Warn("reply over the stanza size limit refused", "to", req.To.String(), "payload", req.Payload.Start.Name.Space+" "+req.Payload.Start.Name.Local, "limit", wire.MaxStanzaBytes)
-		s.replyError(req, surface.ErrResourceConstraint)
-		return
-	}
-	iq := stanza.IQ{ID: req.ID, Type: stanza.ResultIQ, From: req.To, To: req.From}
-	_ = s.writeWith(iq.Wrap(payload), false)
-}
-
-// resultBufs hold the bytes of result IQs written by writeResultBytes.
-var resultBufs = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
-
-// writeResultBytes writes the result IQ of req around payload, the XML of
-// a frozen answer, as bytes in one write. It reports false, having written
-// nothing, when the stanza would be over wire.MaxStanzaBytes: the caller
-// then answers as for any payload. The IQ takes the stream's default
-// namespace (jabber:component:accept), as mellium's do.
-//
-// The envelope is built from bytes, not by a writer: this is the measured
-// hot path (issue 26), and the one place allowed to (with the memo's
-// replies, which it shares writeIQBytes and appendReplyAddrs with). Its
-// values go through wire's one escaper; payload was written by
-// wire.AppendXML.
-func (s *session) writeResultBytes(req *Request, payload []byte, later bool) bool {
-	var buf [256]byte
-	return s.writeIQBytes(resultHead, req.ID, appendReplyAddrs(buf[:0], req), payload, later)
-}
-
-// resultHead and errorHead begin the IQs writeIQBytes writes.
-const (
-	resultHead = `<iq type="result" id="`
-	errorHead  = `<iq type="error" id="`
-)
-
-// appendReplyAddrs appends the rest of an answer's start tag after its id
-// to dst: `" from="` req's to, `" to="` req's from, `">`, escaped.
-func appendReplyAddrs(dst []byte, req *Request) []byte {
-	dst = append(dst, `" from="`...)
-	dst = wire.AppendAttrValue(dst, req.To.String())
-	dst = append(dst, `" to="`...)
-	dst = wire.AppendAttrValue(dst, req.From.String())
-	return append(dst, `">`...)
-}
-
-// writeIQBytes writes the IQ head, id escaped, addrs (appendReplyAddrs),
-// payload and "</iq>" in one write (writeBytes; later as there). It
-// reports false, having written nothing, when the stanza would be over
-// wire.MaxStanzaBytes.
-func (s *session) writeIQBytes(head, id string, addrs, payload []byte, later bool) bool {
-	bp := resultBufs.Get().(*[]byte)
-	b := append((*bp)[:0], head...)
-	b = wire.AppendAttrValue(b, id)
-	b = append(b, addrs...)
-	b = append(b, payload...)
-	b = append(b, "</iq>"...)
-	ok := len(b) <= wire.MaxStanzaBytes
-	if ok {
-		_ = s.writeBytes(b, later)
-	}
-	if cap(b) <= 64<<10 {
-		*bp = b
-		resultBufs.Put(bp)
-	}
-	return ok
-}
-
-// replyError turns err into an error IQ: the one function that does, for
-// every surface. A stanza.Error is sent as its type and condition, never
-// its text (surface.Wire); anything else is logged and becomes
-// internal-server-error, so that no internal detail reaches the wire.
-func (s *session) replyError(req *Request, err error) {
-	se, ok := surface.Wire(err)
-	if !ok {
-		s.g.log.Error("request failed", "to", req.To.String(), "payload", req.Payload.Start.Name.Space+" "+req.Payload.Start.Name.Local, "err", err)
-		se = surface.ErrInternalServerError
-	}
-	iq := stanza.IQ{ID: req.ID, Type: stanza.ErrorIQ, From: req.To, To: req.From}
-	s.send(iq.Wrap(se.TokenReader()))
-}
-
-// send writes one stanza and forgets the outcome: a failed write has
-// already dropped the stream (write), and the request it answered is lost
-// with it, as on any stream loss.
-func (s *session) send(r xml.TokenReader) {
-	_ = s.write(r)
-}
-
-// write writes one stanza on the stream, from any goroutine. Any write
-// error that is not ours drops the stream: mellium's encoder keeps the first
-// error it meets (a write that timed out on a stalled server, for one), so
-// every later Send on this session would fail too, while the read loop and
-// its inbound traffic would keep the keepalive from ever noticing.
-// Dropping the connection ends Serve, fails every pending IQ and starts a
-// reconnect. The errors that are ours come from measuring, before anything
-// is written (a stanza too large, a payload reader that fails): the stream
-// is intact.
-//
-// Stalled writes are bounded by the connection's per-write deadline
-// (traceConn), not by a context: mellium arms a goroutine per Send that, if
-// the context ends as Send returns, can set a past write deadline under the
-// next Send and break the stream. So only the session's own context, which
-// ends with the stream, is ever passed.
-func (s *session) write(r xml.TokenReader) error { return s.writeWith(r, true) }
-
-// writeWith is write; measure false skips the measuring for a stanza whose
-// payload was measured already (replyResult), so that it is copied once.
-func (s *session) writeWith(r xml.TokenReader, measure bool) error {
-	if s.ctx.Err() != nil {
-		// The stream is closing. A Send with an ended context would set a
-		// past write deadline under the shutdown announcements.
-		return ErrStreamLost
-	}
-	select {
-	case <-s.broken:
-		return ErrStreamLost
-	default:
-	}
-	// One stanza at a time from its measuring on: measuring reads the
-	// payload to its end, which runs an afterRead's callback (the dispatch
-	// of an admitted task, route_task.go), so no stanza sent because of it
-	// can overtake it.
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	// Bounded to wire.MaxStanzaBytes after escaping (wiresize.go): a
-	// stanza over it is not sent at all, and the stream is intact.
-	if measure {
-		var err error
-		if r, err = boundStanza(r); err != nil {
-			return err
-		}
-	}
-	// The measured stanza, a replay that cannot fail, is encoded once, by
-	// mellium, into the stream's stanza buffer and leaves in one write
-	// (sendWhole).
-	return s.wrote(s.sendWhole(r))
-}
-
-// writeBytes writes one whole stanza given as bytes, in one write, ordered
-// with every other stanza by s.wmu as write is. Between two of mellium's
-// sends its encoder holds nothing unwritten (sendWhole flushes), so bytes
-// written here stand between whole stanzas. later (the read loop only)
-// queues them to leave before the connection's next read or write
-// (traceConn.writeLater); b may be reused once it returns.
-func (s *session) writeBytes(b []byte, later bool) error {
-	if s.ctx.Err() != nil {
-		return ErrStreamLost
-	}
-	select {
-	case <-s.broken:
-		return ErrStreamLost
-	default:
-	}
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	if later {
-		return s.wrote(s.out.writeLater(b))
-	}
-	_, err := s.out.Write(b)
-	return s.wrote(err)
-}
-
-// wrote handles the outcome of a write: an error drops the stream.
-func (s *session) wrote(err error) error {
-	if err == nil {
-		return nil
-	}
-	if s.ctx.Err() != nil {
-		return ErrStreamLost
-	}
-	s.fail(err)
-	return err
-}
-
-// fail drops the stream after a write error: closing the connection ends
-// Serve, and serve cleans up as after any stream loss.
-func (s *session) fail(err error) {
-	s.breakOnce.Do(func() {
-		s.g.log.Warn("write failed; dropping the component stream", "err", err)
-		s.brokenErr = fmt.Errorf("write: %w", err)
-		close(s.broken)
-		// Not connected from now on, so that whoever waits for a stream
-		// (the task service's notifier) waits for the next one.
-		s.g.setConnected(false)
-		s.conn.Close()
-	})
 }
 
 func sortStrings(s []string) { sort.Strings(s) }

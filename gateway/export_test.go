@@ -39,9 +39,7 @@ func SetCommandWait(d time.Duration) { commandWait.Store(int64(d)) }
 // disco#info answers, the stream's parsed addresses and its kept answers
 // (the memo's entries).
 func (g *Gateway) Kept() (infos, jids, memo int) {
-	g.infos.mu.Lock()
-	infos = len(g.infos.m)
-	g.infos.mu.Unlock()
+	infos = g.infos.Len()
 	g.pending.mu.Lock()
 	s := g.pending.sess
 	g.pending.mu.Unlock()
@@ -51,8 +49,6 @@ func (g *Gateway) Kept() (infos, jids, memo int) {
 	if m := s.jids.m.Load(); m != nil {
 		jids = len(*m)
 	}
-	if t := s.memo.Load(); t != nil {
-		memo = len(t.m)
-	}
+	memo = s.memo.Len()
 	return infos, jids, memo
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"agentgw/db"
+	"agentgw/gateway/internal/hotpath"
 	"agentgw/metrics"
 	"agentgw/surface"
 )
@@ -25,7 +26,7 @@ import (
 //
 // The reply is written from the read loop. A write blocks only when the
 // server stops reading, and then it is bounded by the per-write deadline
-// (traceConn), after which the stream is dropped; a server that stops
+// (compstream.Conn), after which the stream is dropped; a server that stops
 // reading stalls every sender alike.
 
 // fastIQs are the requests tried on the read loop: every IQ of the
@@ -67,19 +68,18 @@ var fastAnswers atomic.Int64
 // the store can answer from memory, and reports whether it did.
 //
 // The answer to a read the memo may keep (memo.go; memoable, under key
-// k) is kept for the next time if the read was asked before (memoSeen).
-func (s *session) answerFromMemory(req *Request, snd sender, k memoKey, memoable bool) (answered bool) {
+// k) is kept for the next time if the read was asked before
+// (hotpath.Memo.Begin).
+func (s *session) answerFromMemory(req *Request, snd sender, k hotpath.Key, memoable bool) (answered bool) {
 	if !fastIQs[iqKey{req.Type, req.Payload.Start.Name}] {
 		return false
 	}
 	// Read before the answer is, so that a change landing meanwhile only
 	// makes the kept answer stale (memo.go).
 	// Only a read asked before is kept: most are asked once.
-	var st memoState
-	if memoable && s.seen.again(k) {
-		st, memoable = s.memoState()
-	} else {
-		memoable = false
+	var keep hotpath.Pending[memoEntry]
+	if memoable {
+		keep, memoable = s.memo.Begin(k, s)
 	}
 	defer func() {
 		// A bug in one handler must not take the gateway down.
@@ -97,7 +97,7 @@ func (s *session) answerFromMemory(req *Request, snd sender, k memoKey, memoable
 	metrics.IQ(req.Payload.Start.Name.Space, err, time.Since(start))
 	fastAnswers.Add(1)
 	if memoable {
-		if e := s.memoize(k, st, req, snd, payload, err); e != nil {
+		if e := memoize(keep, req, snd, payload, err); e != nil {
 			s.writeMemo(e, req.ID)
 			return true
 		}

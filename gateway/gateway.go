@@ -24,6 +24,8 @@ import (
 	"agentgw/chat"
 	"agentgw/db"
 	"agentgw/directory"
+	"agentgw/gateway/internal/compstream"
+	"agentgw/gateway/internal/hotpath"
 	"agentgw/legacy"
 	"agentgw/metrics"
 	"agentgw/policy"
@@ -81,7 +83,7 @@ type Gateway struct {
 	avail    legacy.Availability
 	presence atomic.Pointer[presenceState]
 
-	// writeTimeout bounds one write on the stream (traceConn), and dial
+	// writeTimeout bounds one write on the stream (compstream.Conn), and dial
 	// opens the transport; tests shorten the one and replace the other.
 	writeTimeout time.Duration
 	dial         func(context.Context) (net.Conn, error)
@@ -94,7 +96,7 @@ type Gateway struct {
 	commands adhoc.Sessions
 
 	// infos holds built endpoint disco#info answers (infocache.go).
-	infos infoCache
+	infos hotpath.Infos
 
 	gatewayIQ        map[iqKey]iqHandler
 	endpointIQ       map[iqKey]iqHandler
@@ -198,7 +200,7 @@ func (g *Gateway) sendStanza(r xml.TokenReader) error {
 		return ErrStreamLost
 	}
 	err := s.write(r)
-	if isTooLarge(err) {
+	if compstream.IsTooLarge(err) {
 		g.log.Error("stanza over the size limit not sent", "limit", wire.MaxStanzaBytes)
 	}
 	return err

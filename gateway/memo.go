@@ -2,17 +2,13 @@ package gateway
 
 import (
 	"encoding/xml"
-	"hash/maphash"
-	"strings"
 	"sync/atomic"
 	"time"
 
-	"agentgw/chat"
-	"agentgw/db"
+	"agentgw/gateway/internal/compstream"
+	"agentgw/gateway/internal/hotpath"
 	"agentgw/metrics"
-	"agentgw/policy"
 	"agentgw/surface"
-	"agentgw/taskd"
 	"agentgw/wire"
 
 	"mellium.im/xmpp/jid"
@@ -30,19 +26,20 @@ import (
 // <query/> with at most a node) by who asked what, and writes them around
 // the new id.
 //
-// An entry holds as long as everything the answer was read from does: the
-// store's in-memory index (db.View, which moves with every change to the
-// endpoints, by this process or another within the store's 250 ms
-// recheck), the policy, and the task and chat services, whose endpoint
-// sets are fixed for their lifetime. The whole memo is tagged with that
-// state, and an answer joins it only if it was read under it (the state is
-// read before the answer is computed, so a change that lands meanwhile
-// only makes the answer stale). The state only moves on, so once it has,
-// every kept answer is stale: the next answer to be kept starts a memo
-// of its own, and nothing stale (an old index, an old policy) is held.
-// A stale or missing answer is computed again by the fast path, with its
-// cost; when the store's view cannot be had without the database
-// (db.ErrWouldBlock) the memo is not consulted at all.
+// An entry holds as long as everything the answer was read from does
+// (hotpath.State, read before the answer is computed: hotpath.Memo.Begin).
+// The state only moves on, so once it has, every kept answer is stale:
+// the next answer to be kept starts a memo of its own, and nothing stale
+// (an old index, an old policy) is held. A stale or missing answer is
+// computed again by the fast path, with its cost; when the store's view
+// cannot be had without the database (db.ErrWouldBlock) the memo is not
+// consulted at all.
+//
+// A stream keeps at most hotpath.MaxEntries answers. An entry is its key
+// (at most maxMemoKey bytes), the reply's addresses (at most maxMemoMid),
+// the payload's bytes (at most maxMemoPayload, the info cache's while it
+// holds them) and about 200 bytes more: 200-300 bytes of its own for a
+// client's usual addresses.
 //
 // Answers are kept alike whatever they are: the result of a visible
 // endpoint, the <item-not-found/> of a hidden or nonexistent one. A
@@ -50,13 +47,6 @@ import (
 // is kept only when its payload is already bytes (wire.FrozenBytes, as an
 // endpoint's disco#info is); an error whenever it is one of ours
 // (surface.Wire).
-
-// maxMemoEntries bounds the memo of one stream: past it the memo starts
-// over. An entry is its key (at most maxMemoKey bytes), the reply's
-// addresses (at most maxMemoMid), the payload's bytes (at most
-// maxMemoPayload, the info cache's while it holds them) and about 200
-// bytes more: 200-300 bytes of its own for a client's usual addresses.
-const maxMemoEntries = 256
 
 // maxMemoKey and maxMemoMid bound what one entry holds of its own: the
 // addresses and node of the read as received, and the reply's addresses
@@ -78,42 +68,17 @@ const maxMemoPayload = 8 << 10
 // path, which also measures the reply against wire.MaxStanzaBytes.
 const maxMemoID = 1024
 
-// memoKey is what a hot read's answer depends on in the stanza: its
-// addresses as received and its payload's name and node. Only gets are
-// kept.
-type memoKey struct {
-	from, to string
-	name     xml.Name
-	node     string
-}
-
-// memoState is what an answer depends on outside the stanza.
-type memoState struct {
-	view   db.View
-	policy *policy.Policy
-	tasks  *taskd.Service
-	chat   *chat.Service
-}
-
 // memoEntry is one kept answer: the stanza is head, the escaped id, mid,
 // payload and "</iq>". The rest is what the read loop would have worked
 // out again from the stanza: the parsed addresses, the rate limits' key
 // for the sender and the metrics' series of the answer.
 type memoEntry struct {
-	head     string
+	head     compstream.Head
 	mid      []byte
 	payload  []byte
 	from, to jid.JID
 	sender   sender
 	series   metrics.IQSeries
-}
-
-// memoTable is one stream's memo: the answers kept under state. Only the
-// read loop reads and writes it; the idle release drops it whole
-// (session.memo).
-type memoTable struct {
-	state memoState
-	m     map[memoKey]*memoEntry
 }
 
 // memoKeyOf returns the memo key and the id of el, an IQ, and whether it
@@ -122,22 +87,22 @@ type memoTable struct {
 // and one payload with no content and no attribute but its namespace
 // declarations and a node. The shape is read off the
 // tokens, with nothing parsed or allocated.
-func memoKeyOf(el wire.Element) (k memoKey, id string, ok bool) {
+func memoKeyOf(el wire.Element) (k hotpath.Key, id string, ok bool) {
 	if len(el.Inner) != 2 {
-		return memoKey{}, "", false
+		return hotpath.Key{}, "", false
 	}
 	p, ok := el.Inner[0].(xml.StartElement)
 	if _, end := el.Inner[1].(xml.EndElement); !ok || !end {
-		return memoKey{}, "", false
+		return hotpath.Key{}, "", false
 	}
-	k.name = p.Name
+	k.Name = p.Name
 	for _, a := range p.Attr {
 		switch {
 		case wire.IsNSDecl(a.Name):
 		case a.Name.Space == "" && a.Name.Local == "node":
-			k.node = a.Value
+			k.Node = a.Value
 		default:
-			return memoKey{}, "", false
+			return hotpath.Key{}, "", false
 		}
 	}
 	get, from := false, false
@@ -147,9 +112,9 @@ func memoKeyOf(el wire.Element) (k memoKey, id string, ok bool) {
 		}
 		switch a.Name.Local {
 		case "from":
-			k.from, from = a.Value, true
+			k.From, from = a.Value, true
 		case "to":
-			k.to = a.Value
+			k.To = a.Value
 		case "id":
 			id = a.Value
 		case "type":
@@ -158,39 +123,32 @@ func memoKeyOf(el wire.Element) (k memoKey, id string, ok bool) {
 	}
 	// A get without an id is answered without one (replyError), which a
 	// kept answer, written around an id, cannot be.
-	return k, id, get && from && id != "" && len(id) <= maxMemoID && len(k.from)+len(k.to)+len(k.node) <= maxMemoKey
+	return k, id, get && from && id != "" && len(id) <= maxMemoID && len(k.From)+len(k.To)+len(k.Node) <= maxMemoKey
 }
 
-// memoState returns the state answers are read from now, or false when
-// the store cannot say without the database.
-func (s *session) memoState() (memoState, bool) {
+// HotState returns the state answers are read from now, or false when
+// the store cannot say without the database (hotpath.Source).
+func (s *session) HotState() (hotpath.State, bool) {
 	v, err := s.g.store.MemoryView(s.memCtx)
 	if err != nil {
-		return memoState{}, false
+		return hotpath.State{}, false
 	}
-	return memoState{view: v, policy: s.g.Policy(), tasks: s.g.tasks.Load(), chat: s.g.chat.Load()}, true
+	return hotpath.StateOf(v, s.g.Policy(), s.g.tasks.Load(), s.g.chat.Load()), true
 }
 
 // answerKept answers the get with key k and id from the memo, if its
 // answer is kept and holds, and reports whether it did. The sender's rate
 // limits apply as on every path: one over them is refused here, as
 // dispatchIQ would refuse it.
-func (s *session) answerKept(k memoKey, id string) bool {
-	t := s.memo.Load()
-	if t == nil {
-		return false
-	}
-	e, ok := t.m[k]
+func (s *session) answerKept(k hotpath.Key, id string) bool {
+	e, ok := s.memo.Lookup(k, s)
 	if !ok {
-		return false
-	}
-	if st, ok := s.memoState(); !ok || t.state != st {
 		return false
 	}
 	start := time.Now()
 	if !s.g.allow(e.sender, start) {
 		req := &Request{ID: id, Type: stanza.GetIQ, From: e.from, To: e.to}
-		req.Payload.Start.Name = k.name
+		req.Payload.Start.Name = k.Name
 		s.reject(req, surface.ErrResourceConstraint)
 		return true
 	}
@@ -201,63 +159,15 @@ func (s *session) answerKept(k memoKey, id string) bool {
 	return true
 }
 
-// maxMemoSeen is the number of slots of a stream's seen filter
-// (memoSeen): the reads asked lately, one 8-byte hash a slot.
-const maxMemoSeen = 1024
-
-// memoSeen is the read loop's record of the payload-less reads it has
-// answered lately, by a hash of their memo key in a slot of their own
-// (direct-mapped: a read pushes out whatever shared its slot). An answer
-// is kept only when its read is asked a second time: real traffic asks
-// many endpoints, each once, and keeping each of those answers (an
-// entry, its copied key and addresses, a map that starts over every 256)
-// cost a third of the read loop's time on such a read, for answers never
-// asked again (docs/BENCHMARKS.md, "Spread reads"). A repeat is answered
-// from the memo from its third ask on. A collision of two hashes only
-// keeps an answer one ask early, and the key itself is compared by the
-// memo's map, so it never gives a wrong one.
-type memoSeen struct {
-	seed  maphash.Seed
-	h     maphash.Hash
-	slots [maxMemoSeen]uint64
-}
-
-// again records the read of key k and reports whether it was recorded
-// before and has not been pushed out since.
-func (m *memoSeen) again(k memoKey) bool {
-	if m.seed == (maphash.Seed{}) {
-		m.seed = maphash.MakeSeed()
-		m.h.SetSeed(m.seed)
-	}
-	m.h.Reset()
-	m.h.WriteString(k.from)
-	m.h.WriteByte(0)
-	m.h.WriteString(k.to)
-	m.h.WriteByte(0)
-	m.h.WriteString(k.name.Space)
-	m.h.WriteByte(0)
-	m.h.WriteString(k.name.Local)
-	m.h.WriteByte(0)
-	m.h.WriteString(k.node)
-	// 0 marks an empty slot: a hash of 0 counts as 1.
-	v := m.h.Sum64() | 1
-	slot := &m.slots[v%maxMemoSeen]
-	if *slot == v {
-		return true
-	}
-	*slot = v
-	return false
-}
-
 // memoAnswers counts the requests answered from the memo (tests).
 var memoAnswers atomic.Int64
 
-// memoize keeps the answer the fast path gave req from snd, read under st, and
-// returns it: a result whose payload is bytes, or an error of ours. It
-// returns nil, keeping nothing, for any other answer.
-func (s *session) memoize(k memoKey, st memoState, req *Request, snd sender, payload xml.TokenReader, err error) *memoEntry {
+// memoize keeps the answer the fast path gave req from snd, the read p
+// began, and returns it: a result whose payload is bytes, or an error of
+// ours. It returns nil, keeping nothing, for any other answer.
+func memoize(p hotpath.Pending[memoEntry], req *Request, snd sender, payload xml.TokenReader, err error) *memoEntry {
 	e := &memoEntry{from: req.From, to: req.To, sender: snd,
-		series: metrics.IQSeriesOf(k.name.Space, err)}
+		series: metrics.IQSeriesOf(p.Key().Name.Space, err)}
 	if err != nil {
 		se, ok := surface.Wire(err)
 		if !ok {
@@ -267,7 +177,7 @@ func (s *session) memoize(k memoKey, st memoState, req *Request, snd sender, pay
 		if aerr != nil {
 			return nil
 		}
-		e.head, e.payload = errorHead, b
+		e.head, e.payload = compstream.ErrorHead, b
 	} else {
 		if _, after := payload.(*afterRead); after {
 			return nil
@@ -276,9 +186,9 @@ func (s *session) memoize(k memoKey, st memoState, req *Request, snd sender, pay
 		if !ok || len(raw) > maxMemoPayload {
 			return nil
 		}
-		e.head, e.payload = resultHead, raw
+		e.head, e.payload = compstream.ResultHead, raw
 	}
-	e.mid = appendReplyAddrs(nil, req)
+	e.mid = replyAddrs(nil, req)
 	if len(e.mid) > maxMemoMid {
 		return nil
 	}
@@ -286,17 +196,7 @@ func (s *session) memoize(k memoKey, st memoState, req *Request, snd sender, pay
 	if len(e.head)+6*maxMemoID+len(e.mid)+len(e.payload)+len("</iq>") > wire.MaxStanzaBytes {
 		return nil
 	}
-	// The key's strings are substrings of the attribute text of the
-	// stanza read (stanzaread), which holds every other attribute of its
-	// element too: kept, they are copied.
-	k = memoKey{from: strings.Clone(k.from), to: strings.Clone(k.to), node: strings.Clone(k.node),
-		name: xml.Name{Space: strings.Clone(k.name.Space), Local: strings.Clone(k.name.Local)}}
-	t := s.memo.Load()
-	if t == nil || t.state != st || len(t.m) >= maxMemoEntries && t.m[k] == nil {
-		t = &memoTable{state: st, m: make(map[memoKey]*memoEntry)}
-		s.memo.Store(t)
-	}
-	t.m[k] = e
+	p.Keep(e)
 	return e
 }
 
@@ -308,4 +208,4 @@ func (s *session) writeMemo(e *memoEntry, id string) {
 }
 
 // dropMemo forgets every kept answer (the idle release).
-func (s *session) dropMemo() { s.memo.Store(nil) }
+func (s *session) dropMemo() { s.memo.Drop() }

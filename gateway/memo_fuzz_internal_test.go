@@ -38,17 +38,17 @@ func FuzzMemoKey(f *testing.F) {
 			return
 		}
 		kids := el.Children()
-		if len(kids) != 1 || len(kids[0].Inner) != 0 || kids[0].Start.Name != k.name {
+		if len(kids) != 1 || len(kids[0].Inner) != 0 || kids[0].Start.Name != k.Name {
 			t.Fatalf("%q let through with %d children", s, len(kids))
 		}
 		typ, _ := el.AttrValue("type")
 		from, hasFrom := el.AttrValue("from")
 		to, _ := el.AttrValue("to")
 		node, _ := kids[0].AttrValue("node")
-		if typ != "get" || !hasFrom || from != k.from || to != k.to || node != k.node {
+		if typ != "get" || !hasFrom || from != k.From || to != k.To || node != k.Node {
 			t.Fatalf("%q: key %+v", s, k)
 		}
-		if len(id) > maxMemoID || len(k.from)+len(k.to)+len(k.node) > maxMemoKey {
+		if len(id) > maxMemoID || len(k.From)+len(k.To)+len(k.Node) > maxMemoKey {
 			t.Fatalf("%q: over the bounds", s)
 		}
 		for _, a := range kids[0].Start.Attr {

@@ -22,7 +22,7 @@ func heapAfterGC() uint64 {
 }
 
 // memoPinned sends n distinct kept reads, each twice (an answer is kept
-// at its second read, memoSeen), each stanza carrying about junk bytes
+// at its second read, hotpath.Memo.Begin), each stanza carrying about junk bytes
 // the answer does not depend on, and returns how much more heap is live
 // afterwards. stanza(i, junk) is the IQ's XML.
 func memoPinned(t *testing.T, e *env, n int, stanza func(i int, junk string) string) uint64 {
@@ -134,7 +134,7 @@ func namesOf(el wire.Element) string {
 // the endpoints must not keep the store's in-memory index of before the
 // change alive: the index is the whole directory (megabytes at thousands
 // of endpoints), and each stale entry that is not asked again held its
-// own, up to maxMemoEntries of them.
+// own, up to hotpath.MaxEntries of them.
 func TestMemoDoesNotKeepOldIndexes(t *testing.T) {
 	e := start(t, "")
 	// About 1.5 MiB of index: 100 endpoints with 8 KiB titles.
@@ -191,7 +191,7 @@ func TestMemoDomainLimit(t *testing.T) {
 		}
 	}
 	// Each account's first two reads are answered by the fast path
-	// (memoSeen).
+	// (hotpath.Memo.Begin).
 	if answered != burst || kept != burst-4 {
 		t.Errorf("%d answered (%d from the memo); want %d (%d)", answered, kept, burst, burst-4)
 	}
@@ -210,7 +210,7 @@ func TestMemoDomainLimit(t *testing.T) {
 func keptAndPlain(t *testing.T, e *env, from, to string) (kept, plain wire.Element) {
 	t.Helper()
 	plain = e.srv.iq(from, to, "get", `<query xmlns='http://jabber.org/protocol/disco#info' other='1'/>`)
-	// Kept at the second read (memoSeen), given at the third, unless the
+	// Kept at the second read (hotpath.Memo.Begin), given at the third, unless the
 	// state the memo is tagged with moved in between (the store's 250 ms
 	// recheck, which a busy machine can straddle): then it starts over,
 	// so a few more reads are allowed, counted, not timed.

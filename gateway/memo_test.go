@@ -34,7 +34,7 @@ func withoutAttrs(t *testing.T, el wire.Element) string {
 // memo, with the bytes the fast path wrote the first time, and a hidden
 // endpoint and a nonexistent one alike: both are kept and both answer
 // <item-not-found/> the same way. The answer is kept at the second read
-// (memoSeen: most reads are asked once), so the memo gives it from the
+// (hotpath.Memo.Begin: most reads are asked once), so the memo gives it from the
 // third on.
 func TestMemoRepeats(t *testing.T) {
 	e := start(t, "")
@@ -239,7 +239,7 @@ func TestMemoRateLimited(t *testing.T) {
 			t.Fatalf("unexpected answer %s", marshal(t, el))
 		}
 	}
-	// The first two reads are answered by the fast path (memoSeen).
+	// The first two reads are answered by the fast path (hotpath.Memo.Begin).
 	if answered != burst || limited != 2*burst || kept != burst-2 {
 		t.Errorf("%d answered (%d from the memo), %d limited; want %d, %d and %d", answered, kept, limited, burst, burst-2, 2*burst)
 	}

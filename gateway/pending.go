@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/xml"
 	"errors"
 	"sync"
@@ -120,4 +122,11 @@ func (p *pendingIQs) deliver(id string, from jid.JID, el wire.Element) bool {
 	delete(p.waiting, id)
 	w.ch <- el
 	return true
+}
+
+// randomID returns an unpredictable stanza id (128 bits).
+func randomID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
 }

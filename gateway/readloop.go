@@ -1,10 +1,8 @@
 package gateway
 
 import (
-	"bytes"
 	"encoding/xml"
 	"errors"
-	"fmt"
 	"io"
 
 	"agentgw/wire"
@@ -13,36 +11,17 @@ import (
 	"mellium.im/xmpp/stream"
 )
 
-// streamHeader returns the server's stream header as xml.Decoder.RawToken
-// reads it (names not resolved) from the first bytes the stream gave, and
-// stops keeping them. Only the reading goroutine calls it.
-func (c *traceConn) streamHeader() (xml.StartElement, error) {
-	c.started = true
-	head := c.head
-	c.head = nil
-	d := xml.NewDecoder(bytes.NewReader(head))
-	for {
-		tok, err := d.RawToken()
-		if err != nil {
-			return xml.StartElement{}, fmt.Errorf("stream header: %w", err)
-		}
-		if st, ok := tok.(xml.StartElement); ok {
-			return st.Copy(), nil
-		}
-	}
-}
-
 // readLoop reads the stream's stanzas after the handshake and dispatches
 // each, as Serve with handler did: it returns nil when the server ends its
 // stream, and the error otherwise. Either way it closes our stream
 // (</stream:stream>), after a stream error of ours if the input was at
 // fault.
 func (s *session) readLoop() error {
-	start, err := s.out.streamHeader()
+	start, err := s.out.StreamHeader()
 	if err != nil {
 		return s.endStream(err)
 	}
-	r := stanzaread.New(s.out.reader(), start, maxStanzaTokens, maxStanzaBytes)
+	r := stanzaread.New(s.out.Reader(), start, maxStanzaTokens, maxStanzaBytes)
 	for {
 		el, err := r.Next()
 		tooLarge := errors.Is(err, wire.ErrTooLarge)

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"agentgw/adhoc"
+	"agentgw/gateway/internal/hotpath"
 	"agentgw/metrics"
 	"agentgw/policy"
 	"agentgw/surface"
@@ -46,7 +47,7 @@ type protocol struct {
 	// answer to a payload-less get may be kept by the read loop's memo
 	// (memo.go), so it must depend on nothing but the stanza's addresses
 	// and payload, the store's in-memory view, the policy and the task and
-	// chat services (memoState); anything else it reads must be fixed for
+	// chat services (hotpath.State); anything else it reads must be fixed for
 	// the gateway's lifetime.
 	fromMemory bool
 	// kinds is the metrics label (the kind of agentgw_iq_requests_total,
@@ -212,10 +213,13 @@ func endpointDiscoInfo(g *Gateway, ctx context.Context, req *Request) (xml.Token
 		}
 		return endpointNodeInfo(g, ctx, req, node)
 	}
-	v, err := g.dir.EndpointSummary(ctx, req.Policy, req.From, req.To)
+	// The visibility decision: only a visible endpoint has info to keep
+	// built (hotpath.Visible).
+	vis, err := hotpath.Decided(g.dir.EndpointSummary(ctx, req.Policy, req.From, req.To))
 	if err != nil {
 		return nil, err
 	}
+	v := vis.Version()
 	tf, err := g.taskEndpointFeatures(ctx, v)
 	if err != nil {
 		return nil, err
@@ -227,7 +231,7 @@ func endpointDiscoInfo(g *Gateway, ctx context.Context, req *Request) (xml.Token
 		return nil, err
 	}
 	// So do the chat features (chat.go), shown only to who may chat.
-	return g.endpointInfo(v, features(tf, af, g.chatFeatures(req))), nil
+	return g.endpointInfo(vis, features(tf, af, g.chatFeatures(req))), nil
 }
 
 func endpointDiscoItems(g *Gateway, ctx context.Context, req *Request) (xml.TokenReader, error) {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"agentgw/db"
+	"agentgw/gateway/internal/compstream"
 	"agentgw/metrics"
 	"agentgw/ping"
 
@@ -100,7 +101,7 @@ func (g *Gateway) connectAndServe(ctx context.Context) error {
 	// context that ends when it returns: mellium arms a goroutine on the
 	// context that, racing with its own cleanup, can set a past deadline on
 	// the live connection (see session.send).
-	tc := &traceConn{Conn: conn, log: g.log, enabled: g.opts.DebugXML, timeout: g.writeTimeout}
+	tc := compstream.New(conn, g.log, g.opts.DebugXML, g.writeTimeout)
 	_ = conn.SetDeadline(time.Now().Add(handshakeTimeout))
 	sess, err := component.NewSession(ctx, g.domain, g.opts.Secret, tc)
 	_ = conn.SetDeadline(time.Time{})
@@ -114,13 +115,13 @@ func (g *Gateway) connectAndServe(ctx context.Context) error {
 		}
 		return fmt.Errorf("component handshake: %w", err)
 	}
-	tc.start()
+	tc.Start()
 	return g.serve(ctx, sess, tc)
 }
 
 // serve runs the read loop and the keepalive on an established session and
 // cleans up after it: pending outgoing IQs fail, and the state flips back.
-func (g *Gateway) serve(ctx context.Context, sess *xmpp.Session, conn *traceConn) error {
+func (g *Gateway) serve(ctx context.Context, sess *xmpp.Session, conn *compstream.Conn) error {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s := &session{g: g, sess: sess, ctx: sctx, conn: conn, broken: make(chan struct{}),
@@ -151,8 +152,8 @@ func (g *Gateway) serve(ctx context.Context, sess *xmpp.Session, conn *traceConn
 		// load").
 		s.dropMemo()
 		s.jids.drop()
-		g.infos.drop()
-		releaseMemory()
+		g.infos.Drop()
+		compstream.ReleaseMemory()
 	})
 
 	var err error
@@ -231,42 +232,6 @@ func (g *Gateway) dialServer(ctx context.Context) (net.Conn, error) {
 // goes through the server and comes back to us, proving the whole path.
 // An unanswered ping closes the connection, which ends Serve and so starts a
 // reconnect. Pings never overlap.
-// idleRelease is how long the stream must be quiet before the gateway
-// hands its free heap back to the operating system.
-const idleRelease = time.Second
-
-// releaseWhenIdle calls release (debug.FreeOSMemory: return the free
-// memory of the Go heap to the operating system) once no stanza has come in
-// for quiet, and again after each later burst of traffic. The runtime alone keeps up to a heap goal's worth of
-// freed pages (at least 4 MB) resident for reuse, which for an appliance
-// that idles most of the time is most of its anonymous memory. The cost is
-// one collection of a small heap per quiet spell.
-func (s *session) releaseWhenIdle(quiet time.Duration, release func()) {
-	tick := time.NewTicker(quiet / 2)
-	defer tick.Stop()
-	s.releaseOnTicks(tick.C, time.Now, quiet, release)
-}
-
-// releaseOnTicks is releaseWhenIdle's loop: at each tick it calls release
-// if no stanza has come in for quiet by now() and none since the last
-// release. The test gives its own ticks and clock.
-func (s *session) releaseOnTicks(ticks <-chan time.Time, now func() time.Time, quiet time.Duration, release func()) {
-	released := int64(0) // s.lastNS when memory was last released
-	for {
-		select {
-		case <-s.ctx.Done():
-			return
-		case <-ticks:
-		}
-		last := s.lastNS.Load()
-		if last == released || now().Sub(time.Unix(0, last)) < quiet {
-			continue
-		}
-		release()
-		released = last
-	}
-}
-
 func (s *session) keepalive(interval, timeout time.Duration, conn net.Conn) {
 	tick := time.NewTicker(max(interval/4, 10*time.Millisecond))
 	defer tick.Stop()

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"agentgw/gateway/internal/compstream"
 	"agentgw/search"
 
 	"mellium.im/xmpp/component"
@@ -99,7 +100,7 @@ func TestStanzaLeavesInOneWrite(t *testing.T) {
 	}
 	defer raw.Close()
 	cc := &countingConn{Conn: raw}
-	tc := &traceConn{Conn: cc, log: slog.New(slog.DiscardHandler), timeout: replyTimeout}
+	tc := compstream.New(cc, slog.New(slog.DiscardHandler), false, replyTimeout)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	domain := jid.MustParse("agents.example")
@@ -120,7 +121,7 @@ func TestStanzaLeavesInOneWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	writes, n := cc.take()
-	if n < 27_000 || n > stanzaBuffer {
+	if n < 27_000 || n > compstream.StanzaBuffer {
 		t.Fatalf("the result is %d bytes; the test wants 27 KB", n)
 	}
 	if writes != 1 {
@@ -143,7 +144,7 @@ func TestStanzaLeavesInOneWrite(t *testing.T) {
 		t.Errorf("an empty result left in %d writes, want 1", writes)
 	}
 
-	// session.write, every stanza's path: measured (boundStanza), then
+	// session.write, every stanza's path: measured (compstream.Bound), then
 	// encoded once and written in one write; the same bytes as sendWhole.
 	s.g = &Gateway{log: slog.New(slog.DiscardHandler)}
 	s.conn, s.broken = tc, make(chan struct{})

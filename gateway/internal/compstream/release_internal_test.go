@@ -1,6 +1,6 @@
 //go:build linux
 
-package gateway
+package compstream
 
 import (
 	"os"
@@ -20,8 +20,8 @@ func TestReleaseMemory(t *testing.T) {
 			t.Fatalf("bad mapping %x-%x", m.start, m.end)
 		}
 	}
-	releaseMemory()
-	releaseMemory()
+	ReleaseMemory()
+	ReleaseMemory()
 	if _, err := os.Executable(); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package gateway
+package compstream
 
 import (
 	"bufio"
@@ -11,8 +11,8 @@ import (
 	"syscall"
 )
 
-// releaseMemory is what the gateway gives back when its stream has been
-// quiet for idleRelease: the free Go heap (debug.FreeOSMemory), and the
+// ReleaseMemory is what the gateway gives back when its stream has been
+// quiet for a while: the free Go heap (debug.FreeOSMemory), and the
 // page-table entries of the executable's read-only mappings.
 //
 // Most of an idle gateway's resident set is its own binary: the kernel maps
@@ -24,7 +24,7 @@ import (
 // Only mappings that hold no page of their own (no copy-on-write page, as
 // a relocated PIE's read-only data would) are dropped, so the contents seen
 // afterwards are exactly the file's.
-func releaseMemory() {
+func ReleaseMemory() {
 	debug.FreeOSMemory()
 	for _, m := range readOnlyMappings() {
 		_, _, _ = syscall.Syscall(syscall.SYS_MADVISE, m.start, m.end-m.start, syscall.MADV_DONTNEED)

@@ -1,9 +1,10 @@
-package gateway
+package compstream
 
 import (
 	"io"
 	"log/slog"
 	"net"
+	"sync"
 	"testing"
 	"time"
 )
@@ -15,7 +16,7 @@ func TestWriteLater(t *testing.T) {
 	defer a.Close()
 	defer b.Close()
 	cc := &countingConn{Conn: a}
-	c := &traceConn{Conn: cc, log: slog.New(slog.NewTextHandler(io.Discard, nil)), timeout: 5 * time.Second}
+	c := New(cc, slog.New(slog.NewTextHandler(io.Discard, nil)), false, 5*time.Second)
 	got := make(chan string, 4)
 	go func() {
 		buf := make([]byte, 4096)
@@ -29,7 +30,7 @@ func TestWriteLater(t *testing.T) {
 		}
 	}()
 	for _, s := range []string{"<a/>", "<b/>"} {
-		if err := c.writeLater([]byte(s)); err != nil {
+		if err := c.WriteLater([]byte(s)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -49,7 +50,7 @@ func TestWriteLater(t *testing.T) {
 		t.Errorf("%d writes for two queued stanzas", w)
 	}
 	// Another write sends what was queued ahead of itself.
-	if err := c.writeLater([]byte("<c/>")); err != nil {
+	if err := c.WriteLater([]byte("<c/>")); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Write([]byte("<d/>")); err != nil {
@@ -58,4 +59,29 @@ func TestWriteLater(t *testing.T) {
 	if s := <-got + <-got; s != "<c/><d/>" {
 		t.Errorf("then %q", s)
 	}
+}
+
+// countingConn counts the writes made on a connection and their bytes.
+type countingConn struct {
+	net.Conn
+	mu     sync.Mutex
+	writes int
+	bytes  int
+}
+
+func (c *countingConn) Write(b []byte) (int, error) {
+	c.mu.Lock()
+	c.writes++
+	c.bytes += len(b)
+	c.mu.Unlock()
+	return c.Conn.Write(b)
+}
+
+// take returns the writes and bytes counted since the last take.
+func (c *countingConn) take() (writes, bytes int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	writes, bytes = c.writes, c.bytes
+	c.writes, c.bytes = 0, 0
+	return writes, bytes
 }

@@ -1,4 +1,4 @@
-package gateway
+package compstream
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 func TestReleaseWhenIdle(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	s := &session{ctx: ctx}
+	var idle Idle
 	clock := testclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	const quiet = 200 * time.Millisecond
 	releases := 0 // changed only by the releaser, while tick waits for it
@@ -25,7 +25,7 @@ func TestReleaseWhenIdle(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		s.releaseOnTicks(ticks, clock.Now, quiet, func() { releases++ })
+		idle.releaseOnTicks(ctx, ticks, clock.Now, quiet, func() { releases++ })
 	}()
 	// tick moves the clock by d and lets the releaser look; the second
 	// send returns only once it has handled the first.
@@ -34,7 +34,7 @@ func TestReleaseWhenIdle(t *testing.T) {
 		ticks <- clock.Now()
 		ticks <- clock.Now()
 	}
-	touch := func() { s.lastNS.Store(clock.Now().UnixNano()) }
+	touch := func() { idle.last.Store(clock.Now().UnixNano()) }
 	// busy: a stanza every quiet/8, for d, the releaser ticking between.
 	busy := func(d time.Duration) {
 		for elapsed := time.Duration(0); elapsed < d; elapsed += quiet / 8 {
