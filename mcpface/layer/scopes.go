@@ -63,8 +63,7 @@ type ScopeCheck struct {
 // resources/* need Resources.List or Resources.Read; and a message (a
 // mid: resource) is the scope Tools.Message.Get's: without it, it is not
 // listed, and reading it answers as for a missing resource, whether it
-// exists or not (reading one removes it from the queue). prompts/list and
-// prompts/get do not exist on any face.
+// exists or not (reading one removes it from the queue).
 func Scopes(c ScopeCheck) mcp.Middleware {
 	refused := func(ctx context.Context, method, missing string) {
 		if c.Refused != nil {
@@ -117,11 +116,6 @@ func Scopes(c ScopeCheck) mcp.Middleware {
 					refused(ctx, method, scope.MessageGet)
 					return nil, mcp.ResourceNotFoundError(uri)
 				}
-			case "prompts/list", "prompts/get":
-				// No face has prompts nor declares the capability, so
-				// these methods do not exist (go-sdk would answer an
-				// empty list).
-				return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "method not found: " + method}
 			case "subscriptions/listen":
 				// The current revision's resources/subscribe: hearing of
 				// resources needs Resources.List, as subscribing does.
