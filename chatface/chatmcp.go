@@ -159,7 +159,9 @@ func newEndpointServer(o *Options, endpoint string, refused func(ctx context.Con
 		Logger:                    slog.New(slog.DiscardHandler),
 		SupportedProtocolVersions: mcpface.ProtocolVersions,
 		SetCacheable:              layer.SetCacheable,
-		Capabilities:              &mcp.ServerCapabilities{Resources: &mcp.ResourceCapabilities{ListChanged: true}},
+		// Prompts: the list is empty, but go-sdk answers it, so it is
+		// declared (as on agentgw mcp).
+		Capabilities: &mcp.ServerCapabilities{Resources: &mcp.ResourceCapabilities{ListChanged: true}, Prompts: &mcp.PromptCapabilities{}},
 	})
 	for _, t := range tools {
 		s.mcp.AddTool(t.def.MCPTool(), s.handler(t))

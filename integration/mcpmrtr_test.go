@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"agentgw/mcpface/layer"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -55,6 +57,14 @@ func askThroughMRTR(t *testing.T, cs *mcp.ClientSession, a *answering, question 
 	}
 }
 
+// elicitingParams is currentParams of a client that declares elicitation.
+func elicitingParams(params map[string]any) map[string]any {
+	out := currentParams(params, false)
+	meta := out["_meta"].(map[string]any)
+	meta[layer.MetaClientCapabilities] = map[string]any{"elicitation": map[string]any{}}
+	return out
+}
+
 // TestMCPMRTR: input for a plain call at 2026-07-28 goes through MRTR on
 // `agentgw mcp -http` and stdio; a requestState is refused under another
 // token and when forged.
@@ -82,8 +92,16 @@ func TestMCPMRTR(t *testing.T) {
 		// The raw exchange: input_required with a requestState that
 		// only this token can use.
 		call := httpCaller(t, url, mcpFullToken)
-		first, _ := call("tools/call", currentParams(map[string]any{"name": "CallAgentTool", "arguments": map[string]any{
-			"Jid": demoEndpoint, "Tool": "ask", "Arguments": map[string]any{"question": "Raw MRTR?"}}}, false), nil)
+		// A client that declares no elicitation gets no input request:
+		// the task is cancelled and the call says why.
+		none, _ := call("tools/call", currentParams(map[string]any{"name": "CallAgentTool", "arguments": map[string]any{
+			"Jid": demoEndpoint, "Tool": "ask", "Arguments": map[string]any{"question": "Nobody to ask?"}}}, false), nil)
+		if none.Error != nil || strings.Contains(string(none.Result), "inputRequests") || !strings.Contains(string(none.Result), `"isError":true`) ||
+			!strings.Contains(string(none.Result), "does not support elicitation") {
+			t.Fatalf("a call without elicitation: %+v %s", none.Error, none.Result)
+		}
+		first, _ := call("tools/call", elicitingParams(map[string]any{"name": "CallAgentTool", "arguments": map[string]any{
+			"Jid": demoEndpoint, "Tool": "ask", "Arguments": map[string]any{"question": "Raw MRTR?"}}}), nil)
 		var ir struct {
 			ResultType    string                     `json:"resultType"`
 			InputRequests map[string]json.RawMessage `json:"inputRequests"`
@@ -97,10 +115,10 @@ func TestMCPMRTR(t *testing.T) {
 			key = k
 		}
 		retry := func(state string) map[string]any {
-			return currentParams(map[string]any{"name": "CallAgentTool", "arguments": map[string]any{
+			return elicitingParams(map[string]any{"name": "CallAgentTool", "arguments": map[string]any{
 				"Jid": demoEndpoint, "Tool": "ask", "Arguments": map[string]any{"question": "Raw MRTR?"}},
 				"inputResponses": map[string]any{key: map[string]any{"action": "accept", "content": map[string]any{"answer": "blue"}}},
-				"requestState":   state}, false)
+				"requestState":   state})
 		}
 		other := httpCaller(t, url, otherToken)
 		for name, try := range map[string]func() rawAnswer{

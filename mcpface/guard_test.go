@@ -3,6 +3,7 @@ package mcpface_test
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -92,8 +93,29 @@ func TestHTTPOriginAndHost(t *testing.T) {
 			}
 		}
 	}
-	// The allowed Origin, and none at all, are served.
-	for _, h := range []map[string]string{{"Authorization": auth, "Origin": "https://APP.example.org"}, {"Authorization": auth}} {
+	// A page of another loopback origin, or of this origin under a name
+	// that is not loopback, is refused.
+	host := strings.TrimPrefix(base, "http://")
+	_, port, _ := net.SplitHostPort(host)
+	for _, h := range []map[string]string{
+		{"Authorization": auth, "Origin": "http://127.0.0.1:1"},
+		{"Authorization": auth, "Origin": "http://localhost:" + port},
+		{"Authorization": auth, "Origin": "https://" + host + ".evil.example"},
+		{"Authorization": auth, "Origin": "http://evil.example:" + port, "Host": "evil.example:" + port},
+	} {
+		if resp := post(t, o.url, bodies[0], h); resp.StatusCode != http.StatusForbidden {
+			t.Errorf("%v: initialize %d, want 403", h, resp.StatusCode)
+		}
+	}
+	// The allowed Origin, the listener's own loopback origin (a page it
+	// served; the conformance suite's dns-rebinding-protection sends it),
+	// and none at all, are served.
+	for _, h := range []map[string]string{
+		{"Authorization": auth, "Origin": "https://APP.example.org"},
+		{"Authorization": auth, "Origin": "http://" + host},
+		{"Authorization": auth, "Origin": "http://localhost:" + port, "Host": "localhost:" + port},
+		{"Authorization": auth},
+	} {
 		if resp := post(t, o.url, bodies[0], h); resp.StatusCode != http.StatusOK {
 			t.Errorf("%v: initialize %d", h, resp.StatusCode)
 		}

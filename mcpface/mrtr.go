@@ -150,6 +150,18 @@ func (s *Server) awaitCall(ctx context.Context, req *mcp.CallToolRequest, owner,
 			return &res, nil
 		}
 		if q := s.pendingInput(id); q != nil && q.key != answered && rec.Status == string(task.StateInputRequired) {
+			if !declaresElicitationNow(req) {
+				// An input request the client did not declare is not
+				// sent (MRTR): the task cannot go on.
+				const why = "the MCP client does not support elicitation"
+				ep, _ := jid.Parse(rec.Endpoint)
+				cctx, cancel := context.WithTimeout(s.runCtx, taskCancelWait)
+				_, _ = s.agents.ac.Cancel(cctx, ep, task.Cancel{TaskID: rec.XMPPTaskID, HasReason: true, Reason: "input not available: " + why}, -1)
+				cancel()
+				res := errorResult("%s: the agent asked for input, but %s; task %s was cancelled", req.Params.Name, why, rec.XMPPTaskID)
+				res.Meta = mcp.Meta{metaXMPP: xmppMeta(rec)}
+				return res, nil
+			}
 			return &mcp.CallToolResult{
 				InputRequests: mcp.InputRequestMap{q.key: q.params},
 				RequestState:  s.sealState(owner, mrtrState{Task: id, Key: q.key, Expires: time.Now().Add(mrtrStateTTL).Unix()}),
@@ -187,6 +199,17 @@ func (s *Server) awaitCall(ctx context.Context, req *mcp.CallToolRequest, owner,
 			return nil, errors.New("the call ended before its task settled: " + agentclient.SafeText(ctx.Err().Error(), 100))
 		}
 	}
+}
+
+// declaresElicitationNow reports whether the client of a current-revision
+// request declared elicitation in its _meta.
+func declaresElicitationNow(req mcp.Request) bool {
+	r, ok := req.(revisionRequest)
+	if !ok {
+		return false
+	}
+	c := r.ClientCapabilities()
+	return c != nil && c.Elicitation != nil
 }
 
 func samePercent(a, b *float64) bool {

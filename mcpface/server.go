@@ -119,8 +119,10 @@ func New(ctx context.Context, acct *Account, store *Store, opts Options) (*Serve
 		SupportedProtocolVersions: ProtocolVersions,
 		SetCacheable:              layer.SetCacheable,
 		// Resources come and go with the roster and the queue: advertise
-		// them even while there are none.
-		Capabilities:       &mcp.ServerCapabilities{Resources: &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true}},
+		// them even while there are none. Prompts: go-sdk answers
+		// prompts/list (empty) anyway, so declare it (a server that
+		// answers it must, at 2026-07-28).
+		Capabilities:       &mcp.ServerCapabilities{Resources: &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true}, Prompts: &mcp.PromptCapabilities{}},
 		SubscribeHandler:   func(context.Context, *mcp.SubscribeRequest) error { return nil },
 		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
 	})

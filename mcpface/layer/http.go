@@ -246,29 +246,44 @@ func Unauthorized(w http.ResponseWriter, r *http.Request, realm string) {
 	http.Error(w, "unauthorized: a valid bearer token is required", http.StatusUnauthorized)
 }
 
-// Guard refuses with 403, before anything else sees the request, one whose
-// Origin is not in allowed (browsers send it; MCP requires servers to
-// check it against DNS rebinding; none allowed refuses every request that
-// carries one), and, on a loopback listener, one whose Host is not a
-// loopback name (a rebound name's page). It covers every path.
+// Guard refuses with 403, before anything else sees the request, on a
+// loopback listener one whose Host is not a loopback name (a rebound
+// name's page), and one whose Origin is not in allowed (browsers send it;
+// MCP requires servers to check it against DNS rebinding; none allowed
+// refuses every request that carries one) nor, on a loopback listener,
+// the listener's own origin. It covers every path.
 func (l *Listener) Guard(next http.Handler, allowed []string) http.Handler {
 	origins := map[string]bool{}
 	for _, o := range allowed {
 		origins[strings.ToLower(o)] = true
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if vs := r.Header.Values("Origin"); len(vs) > 0 && (len(vs) > 1 || !origins[strings.ToLower(vs[0])]) {
-			l.Refuse(r, ReasonOrigin, "origin", agentclient.SafeText(vs[0], 200))
-			http.Error(w, "forbidden: origin not allowed", http.StatusForbidden)
-			return
-		}
-		if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && loopbackAddr(local.String()) && !loopbackAddr(r.Host) {
+		local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+		loopback := ok && loopbackAddr(local.String())
+		if loopback && !loopbackAddr(r.Host) {
 			l.Refuse(r, ReasonHost, "host", agentclient.SafeText(r.Host, 200))
 			http.Error(w, "forbidden: invalid Host header", http.StatusForbidden)
 			return
 		}
+		if vs := r.Header.Values("Origin"); len(vs) > 0 && (len(vs) > 1 || !origins[strings.ToLower(vs[0])] && !(loopback && sameOrigin(r, vs[0]))) {
+			l.Refuse(r, ReasonOrigin, "origin", agentclient.SafeText(vs[0], 200))
+			http.Error(w, "forbidden: origin not allowed", http.StatusForbidden)
+			return
+		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// sameOrigin reports whether origin is the request's own: its scheme and
+// its Host, exactly (a page the listener itself served). Only on a
+// loopback listener, whose Host is checked first, does that exclude a
+// rebound name.
+func sameOrigin(r *http.Request, origin string) bool {
+	scheme := "http://"
+	if r.TLS != nil {
+		scheme = "https://"
+	}
+	return strings.EqualFold(origin, scheme+r.Host)
 }
 
 // loopbackAddr reports whether host[:port] names the loopback interface.
