@@ -23,6 +23,8 @@ var copyTables = []string{
 	"task",
 	"task_event",
 	"task_input",
+	"task_lease",
+	"task_signal",
 	"chat_contact",
 	"chat_outbox",
 	"chat_queue",
@@ -30,7 +32,9 @@ var copyTables = []string{
 
 // derivedTables are not copied: counters and the search index follow the
 // copied rows on the target; the generations are the target's own; and
-// runtime_process names processes of the machine the store was on.
+// runtime_process and chat_outbox_claim name processes of the machine the
+// store was on. (A task's lease is copied: it lapses on the target, and
+// the first gateway there takes the task up as after a restart.)
 var derivedTables = []string{
 	"stat",
 	"search_text",
@@ -42,6 +46,7 @@ var derivedTables = []string{
 	"caller_usage",
 	"endpoint_count",
 	"runtime_process",
+	"chat_outbox_claim",
 	"agentgw_schema",
 }
 

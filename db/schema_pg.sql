@@ -354,3 +354,30 @@ CREATE TRIGGER endpoint_count_subscription_insert AFTER INSERT ON presence_subsc
 	FOR EACH ROW EXECUTE FUNCTION subscription_count();
 CREATE TRIGGER endpoint_count_subscription_delete AFTER DELETE ON presence_subscription
 	FOR EACH ROW EXECUTE FUNCTION subscription_count();
+
+-- Several gateways on one store (lease.go; SQLite's leaseMigration): the
+-- lease by which one gateway holds each task that is not terminal, the
+-- signals (cancel, input) another gateway leaves for the holder, and the
+-- claims on outbox messages.
+CREATE TABLE task_lease (
+	task_id     TEXT COLLATE "C" NOT NULL PRIMARY KEY REFERENCES task (id) ON DELETE CASCADE,
+	holder      TEXT COLLATE "C" NOT NULL,
+	lease_until BIGINT NOT NULL
+);
+
+CREATE INDEX task_lease_until ON task_lease (lease_until);
+CREATE INDEX task_lease_holder ON task_lease (holder);
+
+CREATE TABLE task_signal (
+	task_id  TEXT COLLATE "C" NOT NULL REFERENCES task (id) ON DELETE CASCADE,
+	revision BIGINT NOT NULL,
+	kind     TEXT NOT NULL CHECK (kind IN ('input', 'cancel')),
+	payload  BYTEA NOT NULL,
+	PRIMARY KEY (task_id, revision)
+);
+
+CREATE TABLE chat_outbox_claim (
+	seq         BIGINT NOT NULL PRIMARY KEY REFERENCES chat_outbox (seq) ON DELETE CASCADE,
+	holder      TEXT COLLATE "C" NOT NULL,
+	claim_until BIGINT NOT NULL
+);
