@@ -126,3 +126,7 @@ func CheckConfig(path string, abi int) (string, error) {
 	}
 	return desc, nil
 }
+
+// SchemaVersions are the store schema versions this binary writes, for
+// `agentgw version`: SQLite's and PostgreSQL's.
+func SchemaVersions() (sqlite, postgres int) { return db.SchemaVersions() }

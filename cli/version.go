@@ -5,6 +5,7 @@ import (
 	"io"
 	"runtime/debug"
 
+	"agentgw/app"
 	"agentgw/runtime/sandbox"
 )
 
@@ -50,6 +51,8 @@ func printVersion(stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "go: %s\n", bi.GoVersion)
 	fmt.Fprintf(stdout, "landlock: %s\n", landlockText(sandbox.ABI()))
+	sq, pg := app.SchemaVersions()
+	fmt.Fprintf(stdout, "store schema: %d (SQLite), %d (PostgreSQL)\n", sq, pg)
 	fmt.Fprintln(stdout, "build:")
 	for _, s := range bi.Settings {
 		switch s.Key {

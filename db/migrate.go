@@ -601,3 +601,8 @@ func checkForeignKeys(ctx context.Context, name string, tx *sql.Tx) error {
 	}
 	return nil
 }
+
+// SchemaVersions are the schema versions this binary writes: SQLite's and
+// PostgreSQL's. Gateways sharing a store may be upgraded one at a time only
+// between binaries that print the same (docs/deploy.md).
+func SchemaVersions() (sqlite, postgres int) { return len(migrations), len(pgMigrations) }
