@@ -36,8 +36,14 @@ const (
 	// crashMaxDelay bounds the ledger tool's delay_ms: tasks are still
 	// running when the gateway dies.
 	crashMaxDelay = 250
-	// crashBudget bounds the whole test.
-	crashBudget = 10 * time.Minute
+	// crashStall is how long the run may go without a new acceptance:
+	// that long is a defect (a hang), not a slow machine. Beside a second
+	// suite the run's pace fell below two acceptances a second, and a
+	// 10-minute bound on the whole run failed it with nothing wrong.
+	crashStall = 3 * time.Minute
+	// crashBudget bounds the whole test, as a last resort under the
+	// package's own timeout.
+	crashBudget = 30 * time.Minute
 )
 
 // crashRequest is one invocation of the crash test: its payload never
@@ -124,6 +130,28 @@ func TestCrash(t *testing.T) {
 		}(conns[i%crashConns])
 	}
 
+	// The watchdog: no acceptance for crashStall ends the run.
+	var stalled atomic.Bool
+	go func() {
+		last, seen := stats.accepted.Load(), time.Now()
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			if n := stats.accepted.Load(); n != last {
+				last, seen = n, time.Now()
+			} else if time.Since(seen) > crashStall {
+				stalled.Store(true)
+				cancel()
+				return
+			}
+		}
+	}()
+
 	// The killer: SIGKILL at random admission counts, spread over the run,
 	// then a restart; the workers keep sending meanwhile.
 	var kills []string
@@ -149,6 +177,9 @@ func TestCrash(t *testing.T) {
 	}
 	wg.Wait()
 	if ctx.Err() != nil {
+		if stalled.Load() {
+			t.Fatalf("no acceptance for %v: %d of %d accepted", crashStall, stats.accepted.Load(), len(reqs))
+		}
 		t.Fatalf("out of time: %d of %d accepted", stats.accepted.Load(), len(reqs))
 	}
 	failures.Range(func(k, v any) bool {

@@ -17,7 +17,10 @@ import (
 )
 
 const (
-	timeout = 10 * time.Second
+	// timeout bounds each wait for a report or state: a bound for a
+	// hang, not a speed claim (a restart under two suites at once took
+	// over 10 s).
+	timeout = 2 * time.Minute
 	jid     = "tools@agents.example"
 )
 
