@@ -166,6 +166,7 @@ var frozenSchemas = []struct {
 	{7, "testdata/schema-v7.sql"},
 	{8, "testdata/schema-v8.sql"},
 	{9, "testdata/schema-v9.sql"},
+	{10, "testdata/schema-v10.sql"},
 }
 
 func TestOpenUpgradesFrozenSchemas(t *testing.T) {
