@@ -26,6 +26,9 @@ var copyTables = []string{
 	"chat_contact",
 	"chat_outbox",
 	"chat_queue",
+	"mcp_message",
+	"mcp_dropped",
+	"mcp_task",
 }
 
 // derivedTables are not copied: counters and the search index follow the
