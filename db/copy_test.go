@@ -173,3 +173,44 @@ func dirJIDs(t *testing.T, s *db.Store) []string {
 	}
 	return out
 }
+
+// TestCopyMCP: the state of `agentgw mcp` alone is copied into a store
+// that already holds a gateway's rows (the database [mcp] database and
+// [database] url share), and a second copy is refused.
+func TestCopyMCP(t *testing.T) {
+	ctx := context.Background()
+	src, _ := newStore(t)
+	now := time.UnixMilli(1_800_000_000_000)
+	if _, err := src.MCPPushMessages(ctx, "bob@example.org", []db.MCPMessage{{ID: "mq1", ReceivedAt: now, Message: []byte(`{"Body":"one"}`)}}, 10, 0); err != nil {
+		t.Fatal(err)
+	}
+	task := db.MCPTask{ID: "mcptask-1", Owner: "account:bob@example.org", Account: "bob@example.org", Hash: [32]byte{7},
+		Status: "working", XMPPState: "running", Created: now, Updated: now, RetainUntil: now.Add(time.Hour), TTL: time.Hour}
+	if err := src.MCPCreateTask(ctx, task, now); err != nil {
+		t.Fatal(err)
+	}
+	dst := otherEngine(t)
+	mustRegister(t, dst, manifest("calendar@agents.example", "1", "calendar", "Calendar"))
+	if _, err := db.Copy(ctx, src, dst); !errors.Is(err, db.ErrNotEmpty) {
+		t.Fatalf("a whole copy into a gateway's store: %v, want ErrNotEmpty", err)
+	}
+	rep, err := db.CopyMCP(ctx, src, dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Tables) != 3 || rep.Tables[0] != (db.TableCount{Table: "mcp_message", Rows: 1}) || rep.Tables[2] != (db.TableCount{Table: "mcp_task", Rows: 1}) {
+		t.Errorf("report %+v", rep)
+	}
+	if ms, err := dst.MCPMessages(ctx, "bob@example.org"); err != nil || len(ms) != 1 || string(ms[0].Message) != `{"Body":"one"}` {
+		t.Errorf("messages on the target: %+v, %v", ms, err)
+	}
+	if got, err := dst.MCPTask(ctx, "bob@example.org", task.Owner, task.ID, now); err != nil || got.Hash != task.Hash {
+		t.Errorf("task on the target: %+v, %v", got, err)
+	}
+	if v, err := dst.Version(ctx, "calendar@agents.example", "1"); err != nil || v.Name != "calendar" {
+		t.Errorf("the gateway's rows on the target: %+v, %v", v, err)
+	}
+	if _, err := db.CopyMCP(ctx, src, dst); !errors.Is(err, db.ErrNotEmpty) {
+		t.Errorf("a second copy: %v, want ErrNotEmpty", err)
+	}
+}
