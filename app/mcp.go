@@ -38,10 +38,11 @@ type MCP struct {
 func StartMCP(ctx context.Context, cfg *config.MCPServer, accounts []config.MCPAccount, checkScopes bool, log *slog.Logger) (*MCP, error) {
 	store, err := mcpface.OpenStore(ctx, cfg.Database)
 	if err != nil {
-		return nil, err
+		// db's error names the server without the URL's password.
+		return nil, fmt.Errorf("mcp.database: %w", err)
 	}
 	if m := store.Migrated(); m.Backup != "" {
-		log.Info("mcp store migrated", "path", cfg.Database, "from_schema", m.From, "to_schema", m.To, "backup", m.Backup)
+		log.Info("mcp store migrated", "store", store.Name(), "from_schema", m.From, "to_schema", m.To, "backup", m.Backup)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	m := &MCP{Servers: map[string]*mcpface.Server{}, store: store, cancel: cancel}

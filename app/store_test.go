@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"agentgw/app"
+	"agentgw/config"
 )
 
 // TestUnreachablePostgres: a PostgreSQL store that cannot be reached at
@@ -41,5 +43,26 @@ url = "postgres://agentgw:hunter2@` + addr + `/agentgw?sslmode=disable&connect_t
 	msg := err.Error()
 	if !strings.HasPrefix(msg, "database.url: ") || !strings.Contains(msg, addr) || strings.Contains(msg, "hunter2") {
 		t.Errorf("error %q: want database.url, %s and no password", msg, addr)
+	}
+}
+
+// TestUnreachableMCPPostgres: for `agentgw mcp`, a PostgreSQL store that
+// cannot be reached at start is an error that names mcp.database, with the
+// server and without the password.
+func TestUnreachableMCPPostgres(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	cfg := &config.MCPServer{Database: "postgres://agentgw:hunter2@" + addr + "/agentgw?sslmode=disable&connect_timeout=5"}
+	_, err = app.StartMCP(context.Background(), cfg, nil, false, slog.New(slog.DiscardHandler))
+	if err == nil {
+		t.Fatal("opened a store nobody serves")
+	}
+	msg := err.Error()
+	if !strings.HasPrefix(msg, "mcp.database: ") || !strings.Contains(msg, addr) || strings.Contains(msg, "hunter2") {
+		t.Errorf("error %q: want mcp.database, %s and no password", msg, addr)
 	}
 }

@@ -37,6 +37,7 @@ commands:
                                           the XMPP MCP Server: MCP over stdio (or HTTP at ADDR/mcp) as an account
   backup -config FILE DEST                write a consistent copy of the database, also while serving
   store copy -config FILE TARGET          copy the store into an empty one: a SQLite path or a postgres:// URL
+  store copy -mcp -config FILE TARGET     copy the state of agentgw mcp (mcp.database) into TARGET, whose mcp tables are empty
   check-blocking -config FILE -endpoint JID -account JID -password-file FILE [-server HOST:PORT]
                                           show that the account's server enforces XEP-0191 blocking of a chatting endpoint
   manifest hash [-config FILE] FILE.json  validate a manifest; print JID VERSION sha-256 HASH

@@ -121,6 +121,9 @@ type MCPServer struct {
 	SenderRateBurst int
 	// Listener holds AllowedOrigins, MaxSessionsPerToken and Tokens.
 	Listener[MCPToken]
+	// Database is mcp.database: a SQLite path, resolved against the
+	// file's folder, or a postgres:// URL, which may hold a password: log
+	// DatabaseRedacted, never this.
 	Database string
 	// TLSCert and TLSKey are PEM files for the HTTP transport; both or
 	// neither is set.
@@ -168,7 +171,16 @@ func (m *MCPServer) String() string {
 	for i, a := range m.Accounts {
 		jids[i] = a.JID.String()
 	}
-	return "mcp accounts=" + strings.Join(jids, ",") + " tokens=" + strconv.Itoa(len(m.Tokens)) + " db=" + m.Database
+	return "mcp accounts=" + strings.Join(jids, ",") + " tokens=" + strconv.Itoa(len(m.Tokens)) + " db=" + m.DatabaseRedacted()
+}
+
+// DatabaseRedacted names mcp.database for logs and messages: the path, or
+// the URL without its password.
+func (m *MCPServer) DatabaseRedacted() string {
+	if strings.Contains(m.Database, "://") {
+		return Database{DatabaseURL: m.Database}.Redacted()
+	}
+	return m.Database
 }
 
 // MCPConfig is what `agentgw mcp` needs of a configuration file: the
@@ -256,9 +268,18 @@ func (m MCPServerFile) build(dir string, needAccount bool, p *problems) *MCPServ
 		p.bad("mcp.sender_rate_burst", "must be between 1 and %d", MaxSenderRateBurst)
 	}
 	out.AllowedOrigins, out.MaxSessionsPerToken = m.limits("mcp", p)
-	if m.Database == "" {
+	switch {
+	case m.Database == "":
 		p.bad("mcp.database", "required")
-	} else {
+	case strings.Contains(m.Database, "://"):
+		// A PostgreSQL database, which may be the gateway's own: the
+		// state of `agentgw mcp` has tables of its own.
+		if msg := checkDatabaseURL(m.Database); msg != "" {
+			p.bad("mcp.database", "%s", msg)
+		} else {
+			out.Database = m.Database
+		}
+	default:
 		out.Database = resolve(dir, m.Database)
 	}
 	switch {

@@ -45,6 +45,32 @@ account = "alice@example.org"
 scopes = ["OAUTH.Scope.MCP.XMPP.Tools.Message.Send"]
 `
 
+// TestMCPDatabaseURL: mcp.database may be a postgres:// URL, kept as
+// written (not resolved as a path) and never logged with its password; a
+// URL of another kind is refused, naming the key.
+func TestMCPDatabaseURL(t *testing.T) {
+	const url = "postgres://agentgw:hunter2@127.0.0.1:5432/agentgw"
+	p := mcpDir(t, strings.Replace(mcpOnly, "queue_max = 10", "queue_max = 10\ndatabase = \""+url+"\"", 1))
+	c, err := config.LoadMCP(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.MCP.Database != url {
+		t.Errorf("database = %q, want %q", c.MCP.Database, url)
+	}
+	if d := c.MCP.String(); strings.Contains(d, "hunter2") || !strings.Contains(d, "127.0.0.1:5432") {
+		t.Errorf("String() = %q", d)
+	}
+	if desc, err := config.Check(p); err != nil || strings.Contains(desc, "hunter2") {
+		t.Errorf("Check = %q, %v", desc, err)
+	}
+	p = mcpDir(t, strings.Replace(mcpOnly, "queue_max = 10", "queue_max = 10\ndatabase = \"mysql://u:hunter2@h/db\"", 1))
+	_, err = config.LoadMCP(p)
+	if err == nil || !strings.Contains(err.Error(), "mcp.database") || strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("LoadMCP of a mysql URL: %v", err)
+	}
+}
+
 func TestMCPOnlyConfig(t *testing.T) {
 	p := mcpDir(t, mcpOnly)
 	c, err := config.LoadMCP(p)

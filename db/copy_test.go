@@ -30,7 +30,8 @@ func otherEngine(t *testing.T) *db.Store {
 
 // TestCopy: a store with every kind of row, copied to the other engine,
 // reads the same there: directory, search, manifests, tombstones, tasks
-// with their events, chat consent, queue and outbox; its counters agree;
+// with their events, chat consent, queue and outbox, the state of
+// `agentgw mcp`; its counters agree;
 // and a second copy into the same target is refused.
 func TestCopy(t *testing.T) {
 	ctx := context.Background()
@@ -66,6 +67,18 @@ func TestCopy(t *testing.T) {
 		Peer: "alice@example.org", OriginID: "o1", Type: "chat", Body: "hi"}, time.Hour); err != nil {
 		t.Fatal(err)
 	}
+	// The state of `agentgw mcp`.
+	now := time.UnixMilli(1_800_000_000_000)
+	if _, err := src.MCPPushMessages(ctx, "bob@example.org", []db.MCPMessage{{ID: "mq1", ReceivedAt: now, Message: []byte(`{"Body":"one"}`)},
+		{ID: "mq2", ReceivedAt: now, Message: []byte(`{"Body":"two"}`)}}, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	mtask := db.MCPTask{ID: "mcptask-1", Owner: "account:bob@example.org", Account: "bob@example.org", Endpoint: "calendar@agents.example",
+		XMPPTaskID: "task-1", RequestID: "req-1", Version: "2", Tool: "t", Hash: [32]byte{1, 31: 2}, Status: "working", XMPPState: "running",
+		Created: now, Updated: now, RetainUntil: now.Add(time.Hour), TTL: time.Hour}
+	if err := src.MCPCreateTask(ctx, mtask, now); err != nil {
+		t.Fatal(err)
+	}
 
 	dst := otherEngine(t)
 	rep, err := db.Copy(ctx, src, dst)
@@ -77,7 +90,8 @@ func TestCopy(t *testing.T) {
 		rows[tc.Table] = tc.Rows
 	}
 	for table, want := range map[string]int64{"endpoint": 2, "manifest_version": 3, "version_tombstone": 1,
-		"presence_subscription": 1, "task": 1, "task_event": 1, "chat_contact": 1, "chat_queue": 1, "chat_outbox": 1} {
+		"presence_subscription": 1, "task": 1, "task_event": 1, "chat_contact": 1, "chat_queue": 1, "chat_outbox": 1,
+		"mcp_message": 1, "mcp_dropped": 1, "mcp_task": 1} {
 		if rows[table] != want {
 			t.Errorf("%s: %d rows copied, want %d", table, rows[table], want)
 		}
@@ -113,6 +127,21 @@ func TestCopy(t *testing.T) {
 	if err := dst.ChatConsent(ctx, "calendar@agents.example", "alice@example.org", time.Hour); err != nil {
 		t.Errorf("consent on the target: %v", err)
 	}
+	if ms, err := dst.MCPMessages(ctx, "bob@example.org"); err != nil || len(ms) != 1 || ms[0].ID != "mq2" || string(ms[0].Message) != `{"Body":"two"}` {
+		t.Errorf("mcp messages on the target: %+v, %v", ms, err)
+	}
+	if n, err := dst.MCPDropped(ctx, "bob@example.org"); err != nil || n != 1 {
+		t.Errorf("mcp drops on the target: %d, %v", n, err)
+	}
+	if got, err := dst.MCPTask(ctx, "bob@example.org", mtask.Owner, mtask.ID, now); err != nil || got.Hash != mtask.Hash || got.XMPPState != "running" {
+		t.Errorf("mcp task on the target: %+v, %v", got, err)
+	}
+	if _, err := dst.MCPPushMessages(ctx, "bob@example.org", []db.MCPMessage{{ID: "mq3", ReceivedAt: now, Message: []byte(`{}`)}}, 10, 0); err != nil {
+		t.Errorf("an mcp message on the target after the copy: %v", err)
+	}
+	if ms, _ := dst.MCPMessages(ctx, "bob@example.org"); len(ms) != 2 || ms[1].ID != "mq3" {
+		t.Errorf("mcp messages after a new one: %+v", ms)
+	}
 	// The target goes on: new rows after the copied ones.
 	next, err := dst.ChatSend(ctx, db.ChatOut{Endpoint: "calendar@agents.example", Recipient: "alice@example.org/phone",
 		Peer: "alice@example.org", OriginID: "o2", Type: "chat", Body: "again"}, time.Hour)
@@ -143,4 +172,45 @@ func dirJIDs(t *testing.T, s *db.Store) []string {
 		out = append(out, it.JID)
 	}
 	return out
+}
+
+// TestCopyMCP: the state of `agentgw mcp` alone is copied into a store
+// that already holds a gateway's rows (the database [mcp] database and
+// [database] url share), and a second copy is refused.
+func TestCopyMCP(t *testing.T) {
+	ctx := context.Background()
+	src, _ := newStore(t)
+	now := time.UnixMilli(1_800_000_000_000)
+	if _, err := src.MCPPushMessages(ctx, "bob@example.org", []db.MCPMessage{{ID: "mq1", ReceivedAt: now, Message: []byte(`{"Body":"one"}`)}}, 10, 0); err != nil {
+		t.Fatal(err)
+	}
+	task := db.MCPTask{ID: "mcptask-1", Owner: "account:bob@example.org", Account: "bob@example.org", Hash: [32]byte{7},
+		Status: "working", XMPPState: "running", Created: now, Updated: now, RetainUntil: now.Add(time.Hour), TTL: time.Hour}
+	if err := src.MCPCreateTask(ctx, task, now); err != nil {
+		t.Fatal(err)
+	}
+	dst := otherEngine(t)
+	mustRegister(t, dst, manifest("calendar@agents.example", "1", "calendar", "Calendar"))
+	if _, err := db.Copy(ctx, src, dst); !errors.Is(err, db.ErrNotEmpty) {
+		t.Fatalf("a whole copy into a gateway's store: %v, want ErrNotEmpty", err)
+	}
+	rep, err := db.CopyMCP(ctx, src, dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Tables) != 3 || rep.Tables[0] != (db.TableCount{Table: "mcp_message", Rows: 1}) || rep.Tables[2] != (db.TableCount{Table: "mcp_task", Rows: 1}) {
+		t.Errorf("report %+v", rep)
+	}
+	if ms, err := dst.MCPMessages(ctx, "bob@example.org"); err != nil || len(ms) != 1 || string(ms[0].Message) != `{"Body":"one"}` {
+		t.Errorf("messages on the target: %+v, %v", ms, err)
+	}
+	if got, err := dst.MCPTask(ctx, "bob@example.org", task.Owner, task.ID, now); err != nil || got.Hash != task.Hash {
+		t.Errorf("task on the target: %+v, %v", got, err)
+	}
+	if v, err := dst.Version(ctx, "calendar@agents.example", "1"); err != nil || v.Name != "calendar" {
+		t.Errorf("the gateway's rows on the target: %+v, %v", v, err)
+	}
+	if _, err := db.CopyMCP(ctx, src, dst); !errors.Is(err, db.ErrNotEmpty) {
+		t.Errorf("a second copy: %v, want ErrNotEmpty", err)
+	}
 }

@@ -147,7 +147,10 @@ func Open(ctx context.Context, path string) (*Store, error) {
 
 	// Migrate before the readers connect: the first writer connection is
 	// the one that turns a new file into a WAL database.
-	migration, err := migrate(ctx, writer, path)
+	migration, legacy, err := convertLegacyMCP(ctx, writer, path)
+	if err == nil && !legacy {
+		migration, err = migrate(ctx, writer, path)
+	}
 	if err != nil {
 		writer.Close()
 		return nil, err

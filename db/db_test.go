@@ -167,6 +167,7 @@ var frozenSchemas = []struct {
 	{8, "testdata/schema-v8.sql"},
 	{9, "testdata/schema-v9.sql"},
 	{10, "testdata/schema-v10.sql"},
+	{11, "testdata/schema-v11.sql"},
 }
 
 func TestOpenUpgradesFrozenSchemas(t *testing.T) {

@@ -65,6 +65,9 @@ var migrations = []string{
 	// 10 → 11: task leases and signals, outbox claims: several gateways
 	// on one store (lease.go).
 	leaseMigration,
+	// 11 → 12: the state of `agentgw mcp`, moved into the store
+	// (mcpstate.go).
+	mcpStateMigration,
 }
 
 // searchIndexMigration turns schema version 2 into version 3: it creates the
@@ -452,6 +455,49 @@ CREATE TABLE chat_outbox_claim (
 ) STRICT;
 
 INSERT INTO task_lease (task_id, holder, lease_until) SELECT id, '', 0 FROM task WHERE terminal = 0;
+`
+
+// mcpStateMigration turns schema version 11 into version 12: the state of
+// `agentgw mcp` (mcpstate.go), which had a SQLite file and schema of its
+// own before (mcplegacy.go turns such a file into a store). schema.sql
+// holds the same tables; once shipped, never edit this.
+const mcpStateMigration = `
+CREATE TABLE mcp_message (
+	seq         INTEGER PRIMARY KEY,
+	account     TEXT    NOT NULL CHECK (account <> ''),
+	id          TEXT    NOT NULL UNIQUE CHECK (id <> ''),
+	received_at INTEGER NOT NULL,
+	message     BLOB    NOT NULL
+) STRICT;
+
+CREATE INDEX mcp_message_account ON mcp_message (account, seq);
+
+CREATE TABLE mcp_dropped (
+	account TEXT    NOT NULL PRIMARY KEY,
+	n       INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE mcp_task (
+	id           TEXT    NOT NULL PRIMARY KEY CHECK (id <> ''),
+	owner        TEXT    NOT NULL CHECK (owner <> ''),
+	account      TEXT    NOT NULL,
+	endpoint     TEXT    NOT NULL,
+	xmpp_task_id TEXT    NOT NULL,
+	request_id   TEXT    NOT NULL,
+	version      TEXT    NOT NULL,
+	hash         BLOB    NOT NULL CHECK (length(hash) = 32),
+	tool         TEXT    NOT NULL,
+	status       TEXT    NOT NULL,
+	xmpp_state   TEXT    NOT NULL,
+	revision     INTEGER NOT NULL,
+	created_at   INTEGER NOT NULL,
+	updated_at   INTEGER NOT NULL,
+	retain_until INTEGER NOT NULL,
+	ttl_ms       INTEGER NOT NULL,
+	result       TEXT
+) STRICT;
+
+CREATE INDEX mcp_task_owner ON mcp_task (owner, created_at);
 `
 
 // Migration says what Open did to a database's schema. From equals To when

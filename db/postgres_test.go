@@ -2,6 +2,7 @@ package db_test
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"strings"
 	"sync"
@@ -96,15 +97,49 @@ func TestPostgresRefusesNewerSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	current := s.Migrated().To
 	if _, err := db.WriterPool(s).ExecContext(ctx, "UPDATE agentgw_schema SET version = version + 1 WHERE name = 'db'"); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
+	want := fmt.Sprintf("database schema version %d is newer than this binary supports (%d)", current+1, current)
 	if s, err := db.Open(ctx, loc); err == nil {
 		s.Close()
 		t.Fatal("Open succeeded on a newer schema")
-	} else if !strings.Contains(err.Error(), "database schema version 2 is newer than this binary supports (1)") {
+	} else if !strings.Contains(err.Error(), want) {
 		t.Errorf("Open: %v", err)
+	}
+}
+
+// TestPostgresMigratesMCPState: a database of version 1, before the
+// state of `agentgw mcp` moved into the store, gets its tables (migration
+// 1 → 2).
+func TestPostgresMigratesMCPState(t *testing.T) {
+	if !onPostgres() {
+		t.Skip("PostgreSQL only: SQLite's migrations have frozen schemas")
+	}
+	ctx := context.Background()
+	loc := newLocation(t)
+	s, err := db.Open(ctx, loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Version 1 as it shipped: without the three tables.
+	if _, err := db.WriterPool(s).ExecContext(ctx, `DROP TABLE mcp_message, mcp_dropped, mcp_task;
+		UPDATE agentgw_schema SET version = 1 WHERE name = 'db'`); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s, err = db.Open(ctx, loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if m := s.Migrated(); m.From != 1 || m.To < 2 {
+		t.Errorf("Migrated() = %+v", m)
+	}
+	if _, err := s.MCPPushMessages(ctx, "a@example.org", []db.MCPMessage{{ID: "m1", Message: []byte(`{}`)}}, 10, 0); err != nil {
+		t.Fatal(err)
 	}
 }
 

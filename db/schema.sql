@@ -479,3 +479,46 @@ CREATE TABLE chat_queue (
 ) STRICT;
 
 CREATE INDEX chat_queue_endpoint ON chat_queue (endpoint_jid, seq);
+
+-- The state of `agentgw mcp` (mcpstate.go): the messages its accounts
+-- received, queued per account until an MCP client takes them (message
+-- is the MCP face's JSON, as bytes), the count of those dropped past the
+-- queue's bounds, and the MCP tasks of agent calls, each bound to its
+-- owner (the caller) and to the XMPP task behind it, so that tasks/get
+-- and tasks/result work after a restart.
+CREATE TABLE mcp_message (
+	seq         INTEGER PRIMARY KEY,
+	account     TEXT    NOT NULL CHECK (account <> ''),
+	id          TEXT    NOT NULL UNIQUE CHECK (id <> ''),
+	received_at INTEGER NOT NULL,
+	message     BLOB    NOT NULL
+) STRICT;
+
+CREATE INDEX mcp_message_account ON mcp_message (account, seq);
+
+CREATE TABLE mcp_dropped (
+	account TEXT    NOT NULL PRIMARY KEY,
+	n       INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE mcp_task (
+	id           TEXT    NOT NULL PRIMARY KEY CHECK (id <> ''),
+	owner        TEXT    NOT NULL CHECK (owner <> ''),
+	account      TEXT    NOT NULL,
+	endpoint     TEXT    NOT NULL,
+	xmpp_task_id TEXT    NOT NULL,
+	request_id   TEXT    NOT NULL,
+	version      TEXT    NOT NULL,
+	hash         BLOB    NOT NULL CHECK (length(hash) = 32),
+	tool         TEXT    NOT NULL,
+	status       TEXT    NOT NULL,
+	xmpp_state   TEXT    NOT NULL,
+	revision     INTEGER NOT NULL,
+	created_at   INTEGER NOT NULL,
+	updated_at   INTEGER NOT NULL,
+	retain_until INTEGER NOT NULL,
+	ttl_ms       INTEGER NOT NULL,
+	result       TEXT
+) STRICT;
+
+CREATE INDEX mcp_task_owner ON mcp_task (owner, created_at);

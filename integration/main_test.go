@@ -31,6 +31,7 @@ import (
 	"agentgw/c2s"
 	"agentgw/db"
 	"agentgw/internal/harness"
+	"agentgw/internal/pgtest"
 	"agentgw/manifest"
 	"agentgw/wire"
 
@@ -77,6 +78,8 @@ func TestMain(m *testing.M) {
 		code = m.Run()
 	}
 	teardown()
+	// The throwaway PostgreSQL of the tests that asked for one.
+	pgtest.Stop()
 	os.Exit(code)
 }
 

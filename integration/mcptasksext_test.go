@@ -281,7 +281,14 @@ func TestMCPTasksExtension(t *testing.T) {
 func TestMCPTasksExtensionRestart(t *testing.T) {
 	need(t)
 	withTaskEndpoints(t)
-	a := newMCPAccount(t, "")
+	extTaskRestart(t, newMCPAccount(t, ""), nil)
+}
+
+// extTaskRestart is TestMCPTasksExtensionRestart for account a: the
+// restarted `agentgw mcp` runs on the configuration of again(a), or of a
+// itself when again is nil.
+func extTaskRestart(t *testing.T, a *mcpAccount, again func(*mcpAccount) *mcpAccount) {
+	t.Helper()
 	url, _, stop := startMCPHTTP(t, a)
 	call := httpCaller(t, url, mcpFullToken)
 	created, _ := call("tools/call", currentParams(map[string]any{"name": "CallAgentTool",
@@ -310,6 +317,9 @@ func TestMCPTasksExtensionRestart(t *testing.T) {
 	}
 	waitInput(call)
 	stop()
+	if again != nil {
+		a = again(a)
+	}
 	url, _, _ = startMCPHTTP(t, a)
 	call = httpCaller(t, url, mcpFullToken)
 	tk := waitInput(call)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"agentgw/internal/harness"
+	"agentgw/internal/pgtest"
 	"agentgw/internal/testwait"
 	"agentgw/mcpface"
 
@@ -90,7 +91,7 @@ func TestKeepaliveDropsSilentStream(t *testing.T) {
 	}()
 
 	log := &logBuf{}
-	store := openStore(t, filepath.Join(t.TempDir(), "mcp.db"))
+	store := openStore(t, pgtest.Location(t, filepath.Join(t.TempDir(), "mcp.db")))
 	acct := mcpface.NewAccount(mcpface.AccountOptions{
 		JID: jid.MustParse("keep@" + e.HomeDomain), Password: "keeppw", Server: ln.Addr().String(),
 		QueueMax: 10, Store: store, Log: slog.New(slog.NewTextHandler(log, nil)),

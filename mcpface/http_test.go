@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"agentgw/internal/pgtest"
 	"agentgw/mcpface"
 	"agentgw/scope"
 
@@ -46,7 +47,7 @@ func startOffline(t *testing.T) *offline {
 func startOfflineTokens(t *testing.T, tokens []mcpface.Token, opts mcpface.HTTPOptions) *offline {
 	t.Helper()
 	ctx := context.Background()
-	store := openStore(t, filepath.Join(t.TempDir(), "mcp.db"))
+	store := openStore(t, pgtest.Location(t, filepath.Join(t.TempDir(), "mcp.db")))
 	o := &offline{store: store}
 	for _, body := range []string{"first", "second"} {
 		typ := "Chat"
@@ -341,7 +342,7 @@ func TestHTTPOlderProtocol(t *testing.T) {
 // Each token reaches its own account's server and queue.
 func TestHTTPTokenPicksAccount(t *testing.T) {
 	ctx := context.Background()
-	store := openStore(t, filepath.Join(t.TempDir(), "mcp.db"))
+	store := openStore(t, pgtest.Location(t, filepath.Join(t.TempDir(), "mcp.db")))
 	servers := map[string]*mcpface.Server{}
 	var tokens []mcpface.Token
 	for i, who := range []string{"alice@example.org", "bob@example.org"} {
@@ -373,7 +374,7 @@ func TestHTTPTokenPicksAccount(t *testing.T) {
 // nothing, and stdio's tasks are never reachable over HTTP.
 func TestHTTPTaskOwnerIsTheToken(t *testing.T) {
 	ctx := context.Background()
-	store := openStore(t, filepath.Join(t.TempDir(), "mcp.db"))
+	store := openStore(t, pgtest.Location(t, filepath.Join(t.TempDir(), "mcp.db")))
 	now := time.Now()
 	for id, owner := range map[string]string{
 		"mcptask-full":  mcpface.TokenOwner([]byte(fullToken), account),

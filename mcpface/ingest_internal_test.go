@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"agentgw/internal/pgtest"
 	"agentgw/metrics"
 	"agentgw/wire"
 
@@ -16,7 +17,7 @@ import (
 
 func ingestAccount(t *testing.T, opts AccountOptions) (*Account, *Store) {
 	t.Helper()
-	store, err := OpenStore(context.Background(), filepath.Join(t.TempDir(), "mcp.db"))
+	store, err := OpenStore(context.Background(), pgtest.Location(t, filepath.Join(t.TempDir(), "mcp.db")))
 	if err != nil {
 		t.Fatal(err)
 	}

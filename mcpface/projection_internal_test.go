@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"agentgw/internal/pgtest"
 	"agentgw/manifest"
 	"mellium.im/xmpp/jid"
 )
@@ -33,7 +34,7 @@ func testManifest(t *testing.T, agent string, tools ...string) *manifest.Manifes
 // not projected, and the error names both.
 func TestProjectNoPrefix(t *testing.T) {
 	ctx := context.Background()
-	store, err := OpenStore(ctx, filepath.Join(t.TempDir(), "mcp.db"))
+	store, err := OpenStore(ctx, pgtest.Location(t, filepath.Join(t.TempDir(), "mcp.db")))
 	if err != nil {
 		t.Fatal(err)
 	}

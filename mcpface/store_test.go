@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 
+	"agentgw/internal/pgtest"
 	"agentgw/mcpface"
 )
 
@@ -25,7 +26,7 @@ func openStore(t *testing.T, path string) *mcpface.Store {
 
 func TestStoreQueue(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "mcp.db")
+	path := pgtest.Location(t, filepath.Join(t.TempDir(), "mcp.db"))
 	s := openStore(t, path)
 	const alice, bob = "alice@example.org", "bob@example.org"
 	var ids []string
@@ -81,6 +82,7 @@ func TestStoreQueue(t *testing.T) {
 // TestStoreIsPrivate: the message store, its -wal and -shm are 0600 with
 // umask 022, and an exposed existing store is refused, naming the file.
 func TestStoreIsPrivate(t *testing.T) {
+	pgtest.SQLiteOnly(t, "file modes")
 	old := syscall.Umask(0o022)
 	defer syscall.Umask(old)
 	path := filepath.Join(t.TempDir(), "mcp.db")

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"agentgw/internal/pgtest"
 	"agentgw/internal/testwait"
 	"agentgw/wire"
 
@@ -24,7 +25,7 @@ func offlineServer(t *testing.T) *Server {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	store, err := OpenStore(ctx, filepath.Join(t.TempDir(), "mcp.db"))
+	store, err := OpenStore(ctx, pgtest.Location(t, filepath.Join(t.TempDir(), "mcp.db")))
 	if err != nil {
 		t.Fatal(err)
 	}

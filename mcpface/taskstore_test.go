@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"agentgw/internal/pgtest"
 	"agentgw/mcpface"
 	"agentgw/wire"
 )
@@ -16,7 +17,7 @@ import (
 // once, and are forgotten past their retention.
 func TestTaskStore(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "mcp.db")
+	path := pgtest.Location(t, filepath.Join(t.TempDir(), "mcp.db"))
 	s := openStore(t, path)
 	now := time.UnixMilli(1_800_000_000_000)
 	s.Now = func() time.Time { return now }

@@ -14,6 +14,7 @@ import (
 
 	"agentgw/app"
 	"agentgw/db"
+	"agentgw/internal/pgtest"
 	"agentgw/policy"
 	"agentgw/runtime"
 	"agentgw/runtime/builtin"
@@ -120,7 +121,7 @@ func benchAdmission(b *testing.B, mode string, callers int) {
 	dir := b.TempDir()
 	raw := newRawCommitter(b, dir)
 
-	store, err := db.Open(ctx, filepath.Join(dir, "agentgw.db"))
+	store, err := db.Open(ctx, pgtest.Location(b, filepath.Join(dir, "agentgw.db")))
 	if err != nil {
 		b.Fatal(err)
 	}
