@@ -71,6 +71,22 @@ WRAPPER
 	echo "$dir/mcp-inspector"
 }
 
+# The official TypeScript MCP SDK (docs/mcp-server.md), pinned: its client
+# at 2025-11-25, with its experimental Tasks, is the one most MCP clients
+# are built on. Into demo/mcp-tssdk (or $1); prints that directory, for
+# AGENTGW_MCP_TSSDK (integration/testdata/tsclient.mjs imports it).
+MCP_TSSDK_VERSION=1.32.2
+install_mcp_tssdk() {
+	local prefix="${1:-demo/mcp-tssdk}"
+	if ! grep -qs "\"version\": \"$MCP_TSSDK_VERSION\"" "$prefix/node_modules/@modelcontextprotocol/sdk/package.json"; then
+		command -v npm >/dev/null || install_packages nodejs npm >&2
+		echo "installing @modelcontextprotocol/sdk@$MCP_TSSDK_VERSION into $prefix" >&2
+		npm install --prefix "$prefix" --no-audit --no-fund --loglevel=error \
+			"@modelcontextprotocol/sdk@$MCP_TSSDK_VERSION" >&2
+	fi
+	(cd "$prefix" && pwd)
+}
+
 # The official MCP conformance suite (docs/mcp.md), pinned: 0.2.0-alpha.12 is
 # the first release with the 2026-07-28 and tasks-extension scenarios (npm's
 # latest tag is older). It needs Node 22 (fs.globSync), so npm's node@22 is
