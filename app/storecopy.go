@@ -20,26 +20,8 @@ func CopyStore(ctx context.Context, path, target string, out io.Writer) error {
 		return err
 	}
 	defer adm.Close()
-	name := target
-	if strings.HasPrefix(target, "postgres://") || strings.HasPrefix(target, "postgresql://") {
-		name = db.RedactURL(target)
-	}
-	dst, err := db.Open(ctx, target)
-	if err != nil {
-		return fmt.Errorf("store copy: target: %w", err)
-	}
-	defer dst.Close()
-	rep, err := db.Copy(ctx, adm.Store, dst)
-	if err != nil {
-		return fmt.Errorf("store copy to %s: %w", name, err)
-	}
-	var rows int64
-	for _, tc := range rep.Tables {
-		fmt.Fprintf(out, "%-22s %d\n", tc.Table, tc.Rows)
-		rows += tc.Rows
-	}
-	fmt.Fprintf(out, "copied %s to %s: %d rows, counts, manifest hashes and counters checked\n", adm.Database(), name, rows)
-	return nil
+	return copyInto(ctx, adm.Store, target, out, db.Copy,
+		"copied "+adm.Database(), "counts, manifest hashes and counters checked")
 }
 
 // CopyMCPStore copies the state of `agentgw mcp` (its queue, drop counts
@@ -61,6 +43,15 @@ func CopyMCPStore(ctx context.Context, path, target string, out io.Writer) error
 	if m := src.Migrated(); m.Backup != "" {
 		fmt.Fprintf(out, "migrated %s from schema %d to %d; the copy before is %s\n", src.Path(), m.From, m.To, m.Backup)
 	}
+	return copyInto(ctx, src, target, out, db.CopyMCP,
+		"copied the mcp state of "+src.Path(), "counts checked")
+}
+
+// copyInto opens target, copies src into it with copy, and prints the rows
+// of each table, then what was copied, to the target's name (without a
+// password), the rows in all and what was checked.
+func copyInto(ctx context.Context, src *db.Store, target string, out io.Writer,
+	copy func(context.Context, *db.Store, *db.Store) (db.CopyReport, error), what, checked string) error {
 	name := target
 	if strings.HasPrefix(target, "postgres://") || strings.HasPrefix(target, "postgresql://") {
 		name = db.RedactURL(target)
@@ -70,7 +61,7 @@ func CopyMCPStore(ctx context.Context, path, target string, out io.Writer) error
 		return fmt.Errorf("store copy: target: %w", err)
 	}
 	defer dst.Close()
-	rep, err := db.CopyMCP(ctx, src, dst)
+	rep, err := copy(ctx, src, dst)
 	if err != nil {
 		return fmt.Errorf("store copy to %s: %w", name, err)
 	}
@@ -79,6 +70,6 @@ func CopyMCPStore(ctx context.Context, path, target string, out io.Writer) error
 		fmt.Fprintf(out, "%-22s %d\n", tc.Table, tc.Rows)
 		rows += tc.Rows
 	}
-	fmt.Fprintf(out, "copied the mcp state of %s to %s: %d rows, counts checked\n", src.Path(), name, rows)
+	fmt.Fprintf(out, "%s to %s: %d rows, %s\n", what, name, rows, checked)
 	return nil
 }
