@@ -63,7 +63,38 @@ var pgMigrations = []string{
 	// 1 → 2: the state of `agentgw mcp` (mcpstate.go); schema_pg.sql
 	// holds the same tables.
 	pgMCPStateMigration,
+	// 2 → 3: task leases and signals, outbox claims (lease.go). A
+	// database made by schema_pg.sql of version 1 or 2 during their
+	// development may have them already.
+	pgLeaseMigration,
 }
+
+// pgLeaseMigration is SQLite's leaseMigration on PostgreSQL; schema_pg.sql
+// holds the same tables. Once shipped, never edit this.
+const pgLeaseMigration = `
+CREATE TABLE IF NOT EXISTS task_lease (
+	task_id     TEXT COLLATE "C" NOT NULL PRIMARY KEY REFERENCES task (id) ON DELETE CASCADE,
+	holder      TEXT COLLATE "C" NOT NULL,
+	lease_until BIGINT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS task_lease_until ON task_lease (lease_until);
+CREATE INDEX IF NOT EXISTS task_lease_holder ON task_lease (holder);
+CREATE TABLE IF NOT EXISTS task_signal (
+	task_id  TEXT COLLATE "C" NOT NULL REFERENCES task (id) ON DELETE CASCADE,
+	revision BIGINT NOT NULL,
+	kind     TEXT NOT NULL CHECK (kind IN ('input', 'cancel')),
+	payload  BYTEA NOT NULL,
+	PRIMARY KEY (task_id, revision)
+);
+CREATE TABLE IF NOT EXISTS chat_outbox_claim (
+	seq         BIGINT NOT NULL PRIMARY KEY REFERENCES chat_outbox (seq) ON DELETE CASCADE,
+	holder      TEXT COLLATE "C" NOT NULL,
+	claim_until BIGINT NOT NULL
+);
+INSERT INTO task_lease (task_id, holder, lease_until)
+	SELECT id, '', 0 FROM task WHERE terminal = 0
+	ON CONFLICT (task_id) DO NOTHING;
+`
 
 // pgMCPStateMigration is mcpStateMigration on PostgreSQL.
 const pgMCPStateMigration = `
