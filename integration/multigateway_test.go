@@ -164,7 +164,12 @@ type multiRequest struct {
 // multiInvoke sends r once and returns the task ID accepted, or errRetry
 // when the outcome is unknown (no answer) or a wait.
 func multiInvoke(ctx context.Context, c *c2s.Client, to string, r *multiRequest, lost, bounced *atomic.Int64) (string, error) {
-	ictx, cancel := context.WithTimeout(ctx, multiIQTimeout)
+	return multiInvokeWithin(ctx, c, to, r, lost, bounced, multiIQTimeout)
+}
+
+// multiInvokeWithin is multiInvoke waiting up to timeout for the answer.
+func multiInvokeWithin(ctx context.Context, c *c2s.Client, to string, r *multiRequest, lost, bounced *atomic.Int64, timeout time.Duration) (string, error) {
+	ictx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	raw, err := c.IQ(ictx, "set", to, r.payload)
 	if err != nil {

@@ -145,6 +145,9 @@ type throwaway struct {
 	port int
 	cmd  *exec.Cmd // the postmaster
 	done chan struct{}
+	// bin and cred start the postmaster again (Restart).
+	bin  string
+	cred *syscall.Credential
 }
 
 // command returns the program prog of bin, as the postgres user if we are
@@ -187,52 +190,61 @@ func startCluster(bin string) (*throwaway, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
+	c := &throwaway{dir: dir, port: port, bin: bin, cred: cred}
+	if err := c.launch(); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	return c, nil
+}
+
+// launch starts the postmaster on c's data and port and waits until it
+// accepts connections.
+func (c *throwaway) launch() error {
 	fsync := "off"
 	if os.Getenv("AGENTGW_PGTEST_FSYNC") == "on" {
 		fsync = "on"
 	}
-	logFile, err := os.Create(filepath.Join(dir, "log"))
+	logFile, err := os.OpenFile(filepath.Join(c.dir, "log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
-		os.RemoveAll(dir)
-		return nil, err
+		return err
 	}
 	defer logFile.Close()
-	cmd := command(bin, cred, "postgres", "-D", data, "-p", strconv.Itoa(port), "-k", dir,
+	cmd := command(c.bin, c.cred, "postgres", "-D", filepath.Join(c.dir, "data"), "-p", strconv.Itoa(c.port), "-k", c.dir,
 		"-c", "listen_addresses=127.0.0.1", "-c", "fsync="+fsync, "-c", "max_connections=200")
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
-		os.RemoveAll(dir)
-		return nil, err
+		return err
 	}
-	c := &throwaway{dir: dir, port: port, cmd: cmd, done: make(chan struct{})}
-	go func() { cmd.Wait(); close(c.done) }()
-	url := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable&connect_timeout=2", port)
+	c.cmd, c.done = cmd, make(chan struct{})
+	done := c.done
+	go func() { cmd.Wait(); close(done) }()
+	url := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable&connect_timeout=2", c.port)
 	for deadline := time.Now().Add(60 * time.Second); ; {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		conn, err := pgx.Connect(ctx, url)
 		cancel()
 		if err == nil {
 			conn.Close(context.Background())
-			return c, nil
+			return nil
 		}
 		select {
-		case <-c.done:
-			log, _ := os.ReadFile(filepath.Join(dir, "log"))
-			os.RemoveAll(dir)
-			return nil, fmt.Errorf("postgres exited: %s", log)
+		case <-done:
+			log, _ := os.ReadFile(filepath.Join(c.dir, "log"))
+			return fmt.Errorf("postgres exited: %s", log)
 		default:
 		}
 		if time.Now().After(deadline) {
-			c.stop()
-			return nil, fmt.Errorf("postgres did not accept connections within 60 s: %v", err)
+			c.halt()
+			return fmt.Errorf("postgres did not accept connections within 60 s: %v", err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 }
 
-// stop shuts the cluster down at once (SIGQUIT: immediate shutdown) and
-// removes it.
-func (c *throwaway) stop() {
+// halt stops the postmaster at once (SIGQUIT: immediate shutdown, as a
+// crash leaves the data) and waits for it.
+func (c *throwaway) halt() {
 	c.cmd.Process.Signal(syscall.SIGQUIT)
 	select {
 	case <-c.done:
@@ -240,6 +252,29 @@ func (c *throwaway) stop() {
 		c.cmd.Process.Kill()
 		<-c.done
 	}
+}
+
+// Restart stops the throwaway cluster as a crash would (immediate
+// shutdown, no checkpoint), waits pause, and starts it again on the same
+// data and port, where it recovers from its log. It fails t when the
+// server is not one pgtest started (AGENTGW_TEST_POSTGRES).
+func Restart(t testing.TB, pause time.Duration) {
+	t.Helper()
+	mu.Lock()
+	defer mu.Unlock()
+	if cluster == nil {
+		t.Fatalf("pgtest: no throwaway cluster to restart (%s names a server of its own)", EnvURL)
+	}
+	cluster.halt()
+	time.Sleep(pause)
+	if err := cluster.launch(); err != nil {
+		t.Fatalf("pgtest: restart: %v", err)
+	}
+}
+
+// stop shuts the cluster down at once and removes it.
+func (c *throwaway) stop() {
+	c.halt()
 	os.RemoveAll(c.dir)
 }
 

@@ -1,0 +1,163 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"agentgw/c2s"
+	"agentgw/internal/harness"
+	"agentgw/internal/pgtest"
+	"agentgw/task"
+)
+
+// PostgreSQL restarted under load: a gateway on a PostgreSQL store takes a
+// stream of bob's invocations; the server is stopped as a crash would stop
+// it, stays down 8 s, and comes back. Meanwhile the gateway answers wait
+// errors, once an admission has retried the store for its 5 s
+// (taskd.callerRetryWindow; the invocations are sent again), and it
+// recovers without a restart of its own: the stream goes on, every accepted request replays
+// to its task, and no task's side effect happens twice.
+func TestPostgresRestartUnderLoad(t *testing.T) {
+	need(t)
+	if testing.Short() {
+		t.Skip("skipped with -short")
+	}
+	const requests, restartAt, workers = 120, 30, 8
+	pgURL := pgtest.URL(t)
+	config, ledger := multiEjabberdConfig(t, "pg-restart-"+fmt.Sprint(time.Now().UnixNano()))
+	raw, err := os.ReadFile(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Dir(config)
+	pgConfig := filepath.Join(dir, "agentgw-pg.toml")
+	if err := os.WriteFile(pgConfig, []byte(strings.Replace(string(raw), `path = "agentgw.db"`, fmt.Sprintf("url = %q", pgURL), 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	if out, err := agentgw(ctx, "endpoint", "register", "-config", pgConfig, "-activate", filepath.Join(dir, "ledger.manifest.json")); err != nil {
+		t.Fatalf("register on PostgreSQL: %v %s", err, out)
+	}
+	g, err := startGatewayWith(ctx, pgConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g.stop)
+
+	_, hash := activeVersionIn(t, pgConfig, multiLedger)
+	digest := mustDigest(t, hash)
+	run := newRequestID(t)[4:16]
+	reqs := make([]*multiRequest, requests)
+	for i := range reqs {
+		r := &multiRequest{requestID: newRequestID(t), key: fmt.Sprintf("pgr-%s-%04d", run, i)}
+		r.payload = marshalTask(t, task.Invoke{
+			RequestID: r.requestID, Tool: ledgerTool, APIVersion: ledgerVersion, ManifestHash: digest,
+			Arguments: fmt.Sprintf(`{"delay_ms":%d,"key":%q}`, rand.IntN(multiMaxDelay+1), r.key),
+		})
+		reqs[i] = r
+	}
+	conns := make([]*c2s.Client, multiConns)
+	for i := range conns {
+		conns[i] = login(t, "bob", harness.RemoteDomain)
+	}
+	var accepted, lost, bounced atomic.Int64
+	var failures sync.Map
+	work := make(chan *multiRequest, len(reqs))
+	for _, r := range reqs {
+		work <- r
+	}
+	close(work)
+	var wg sync.WaitGroup
+	defer func() {
+		cancel()
+		wg.Wait()
+	}()
+	for i := range workers {
+		wg.Add(1)
+		go func(c *c2s.Client) {
+			defer wg.Done()
+			for r := range work {
+				for ctx.Err() == nil {
+					// An answer may take the admission's store retries
+					// (5 s) and a lock or connect timeout (10 s).
+					id, err := multiInvokeWithin(ctx, c, multiLedger, r, &lost, &bounced, 30*time.Second)
+					if err == nil {
+						r.taskID = id
+						accepted.Add(1)
+						break
+					}
+					if !errors.Is(err, errRetry) {
+						failures.Store(r.requestID, err.Error())
+						break
+					}
+					time.Sleep(time.Duration(50+rand.IntN(200)) * time.Millisecond)
+				}
+			}
+		}(conns[i%multiConns])
+	}
+	for accepted.Load() < restartAt && ctx.Err() == nil {
+		time.Sleep(time.Millisecond)
+	}
+	before, waitsBefore := accepted.Load(), bounced.Load()
+	t.Logf("restarting PostgreSQL after %d acceptances", before)
+	pgtest.Restart(t, 8*time.Second)
+	up := time.Now()
+	wg.Wait()
+	if ctx.Err() != nil {
+		t.Fatalf("out of time: %d of %d accepted", accepted.Load(), requests)
+	}
+	t.Logf("%d accepted in all, %d after the restart began; %d wait errors (%d before), %d answers lost; the stream ended %v after the server was back",
+		accepted.Load(), accepted.Load()-before, bounced.Load(), waitsBefore, lost.Load(), time.Since(up).Round(time.Millisecond))
+	failures.Range(func(k, v any) bool {
+		t.Errorf("request %s: %s", k, v)
+		return true
+	})
+	select {
+	case <-g.done:
+		t.Fatalf("the gateway exited:\n%s", tail(g.logText(), 30))
+	default:
+	}
+	if bounced.Load() == waitsBefore {
+		t.Errorf("no wait error while the store was down (%d answers lost)", lost.Load())
+	}
+	// Every accepted request replays to its task.
+	for _, r := range reqs {
+		for ctx.Err() == nil {
+			id, err := multiInvoke(ctx, conns[0], multiLedger, r, &lost, &bounced)
+			if errors.Is(err, errRetry) {
+				time.Sleep(100 * time.Millisecond)
+				continue
+			}
+			if err != nil || id != r.taskID {
+				t.Errorf("replay of %s: task %q, error %v; accepted as %s", r.requestID, id, err, r.taskID)
+			}
+			break
+		}
+	}
+	// No side effect twice.
+	lines, _ := os.ReadFile(ledger)
+	seen := map[string]int{}
+	for _, l := range strings.Split(string(lines), "\n") {
+		for _, r := range reqs {
+			if strings.Contains(l, r.key) {
+				seen[r.key]++
+			}
+		}
+	}
+	for k, n := range seen {
+		if n > 1 {
+			t.Errorf("%s ran %d times", k, n)
+		}
+	}
+	t.Logf("%d of %d keys in the ledger", len(seen), requests)
+}
