@@ -86,8 +86,11 @@ tools = ["*"]
 		// closed), not from the signal: a sandboxed node takes tens of
 		// milliseconds more to tear down, and a request written to its
 		// pipe meanwhile is lost with it, not undelivered.
-		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-			if p, ok := readProc(pid); !ok || p.state == "Z" {
+		// Every process of its group: one that outlives the leader keeps
+		// the pipe open, and a request written meanwhile is taken and lost
+		// (this failed round 0 beside a second suite).
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			if !groupAlive(pid) {
 				break
 			}
 		}
@@ -120,4 +123,29 @@ func taskResultAt(t *testing.T, w *taskWire, c interface {
 	}
 	w.stanza(raw)
 	return raw
+}
+
+// groupAlive reports whether a process of process group pgid is alive (not
+// a zombie).
+func groupAlive(pgid int) bool {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return false
+	}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		s := string(stat)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(f) > 2 && f[2] == strconv.Itoa(pgid) && f[0] != "Z" && pid > 0 {
+			return true
+		}
+	}
+	return false
 }
