@@ -198,6 +198,43 @@ func multiInvokeWithin(ctx context.Context, c *c2s.Client, to string, r *multiRe
 	return acc.TaskID, nil
 }
 
+// multiStream sends every request of reqs to multiLedger from workers
+// goroutines over conns, each invocation waiting up to timeout for its
+// answer and sent again after errRetry, until it is accepted (counted in
+// accepted, its task ID set) or ctx ends; any other error is stored in
+// failures. Wait on the group it returns.
+func multiStream(ctx context.Context, conns []*c2s.Client, workers int, reqs []*multiRequest, timeout time.Duration,
+	accepted, lost, bounced *atomic.Int64, failures *sync.Map) *sync.WaitGroup {
+	work := make(chan *multiRequest, len(reqs))
+	for _, r := range reqs {
+		work <- r
+	}
+	close(work)
+	wg := &sync.WaitGroup{}
+	for i := range workers {
+		wg.Add(1)
+		go func(c *c2s.Client) {
+			defer wg.Done()
+			for r := range work {
+				for ctx.Err() == nil {
+					id, err := multiInvokeWithin(ctx, c, multiLedger, r, lost, bounced, timeout)
+					if err == nil {
+						r.taskID = id
+						accepted.Add(1)
+						break
+					}
+					if !errors.Is(err, errRetry) {
+						failures.Store(r.requestID, err.Error())
+						break
+					}
+					time.Sleep(time.Duration(50+rand.IntN(200)) * time.Millisecond)
+				}
+			}
+		}(conns[i%len(conns)])
+	}
+	return wg
+}
+
 // TestTwoGatewaysOnEjabberdKill: two gateways on one database are both
 // ejabberd's component for one domain; bob's invocations of the ledger
 // tool (a line in a file per execution) are spread over both by ejabberd.
@@ -251,37 +288,11 @@ func TestTwoGatewaysOnEjabberdKill(t *testing.T) {
 
 	var accepted, lost, bounced atomic.Int64
 	var failures sync.Map
-	work := make(chan *multiRequest, len(reqs))
-	for _, r := range reqs {
-		work <- r
-	}
-	close(work)
-	var wg sync.WaitGroup
+	wg := multiStream(ctx, conns, multiWorkers, reqs, multiIQTimeout, &accepted, &lost, &bounced, &failures)
 	defer func() {
 		cancel()
 		wg.Wait()
 	}()
-	for i := range multiWorkers {
-		wg.Add(1)
-		go func(c *c2s.Client) {
-			defer wg.Done()
-			for r := range work {
-				for ctx.Err() == nil {
-					id, err := multiInvoke(ctx, c, multiLedger, r, &lost, &bounced)
-					if err == nil {
-						r.taskID = id
-						accepted.Add(1)
-						break
-					}
-					if !errors.Is(err, errRetry) {
-						failures.Store(r.requestID, err.Error())
-						break
-					}
-					time.Sleep(time.Duration(50+rand.IntN(200)) * time.Millisecond)
-				}
-			}
-		}(conns[i%multiConns])
-	}
 
 	// Progress, for the record: where the time goes, before and after
 	// the kill.

@@ -72,39 +72,13 @@ func TestPostgresRestartUnderLoad(t *testing.T) {
 	}
 	var accepted, lost, bounced atomic.Int64
 	var failures sync.Map
-	work := make(chan *multiRequest, len(reqs))
-	for _, r := range reqs {
-		work <- r
-	}
-	close(work)
-	var wg sync.WaitGroup
+	// An answer may take the admission's store retries (5 s) and a lock
+	// or connect timeout (10 s).
+	wg := multiStream(ctx, conns, workers, reqs, 30*time.Second, &accepted, &lost, &bounced, &failures)
 	defer func() {
 		cancel()
 		wg.Wait()
 	}()
-	for i := range workers {
-		wg.Add(1)
-		go func(c *c2s.Client) {
-			defer wg.Done()
-			for r := range work {
-				for ctx.Err() == nil {
-					// An answer may take the admission's store retries
-					// (5 s) and a lock or connect timeout (10 s).
-					id, err := multiInvokeWithin(ctx, c, multiLedger, r, &lost, &bounced, 30*time.Second)
-					if err == nil {
-						r.taskID = id
-						accepted.Add(1)
-						break
-					}
-					if !errors.Is(err, errRetry) {
-						failures.Store(r.requestID, err.Error())
-						break
-					}
-					time.Sleep(time.Duration(50+rand.IntN(200)) * time.Millisecond)
-				}
-			}
-		}(conns[i%multiConns])
-	}
 	for accepted.Load() < restartAt && ctx.Err() == nil {
 		time.Sleep(time.Millisecond)
 	}
