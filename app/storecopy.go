@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
 
 	"agentgw/config"
 	"agentgw/db"
@@ -52,10 +51,7 @@ func CopyMCPStore(ctx context.Context, path, target string, out io.Writer) error
 // password), the rows in all and what was checked.
 func copyInto(ctx context.Context, src *db.Store, target string, out io.Writer,
 	copy func(context.Context, *db.Store, *db.Store) (db.CopyReport, error), what, checked string) error {
-	name := target
-	if strings.HasPrefix(target, "postgres://") || strings.HasPrefix(target, "postgresql://") {
-		name = db.RedactURL(target)
-	}
+	name := db.RedactURL(target)
 	dst, err := db.Open(ctx, target)
 	if err != nil {
 		return fmt.Errorf("store copy: target: %w", err)

@@ -147,8 +147,13 @@ func isPostgresURL(name string) bool {
 
 // RedactURL returns rawURL with its password, if any, replaced by xxxxx,
 // for logs and errors. A URL that does not parse is returned as
-// "postgres://(unparsable URL)", since it may hold a password anywhere.
+// "postgres://(unparsable URL)", since it may hold a password anywhere. A
+// store name that is not a PostgreSQL URL (a SQLite path) is returned as
+// it is.
 func RedactURL(rawURL string) string {
+	if !isPostgresURL(rawURL) {
+		return rawURL
+	}
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return "postgres://(unparsable URL)"
