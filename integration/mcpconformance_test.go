@@ -28,8 +28,18 @@ import (
 // gateway as a runtime = "mcp" endpoint, projected by `agentgw mcp -http`
 // with prefix = "" so that its tool names are unchanged, and the suite's
 // server scenarios run against `agentgw mcp` through a loopback proxy that
-// adds the bearer token (the suite sends none). docs/mcp.md, "The
+// adds the bearer token (the suite sends none). The tools of the suite's
+// tasks scenarios, which go-sdk's server lacks, come from a second
+// upstream projected the same way: the fixture of runtime/mcpclient/mcptest
+// (SuiteTasks), this test binary run over stdio. docs/mcp.md, "The
 // conformance suite", has the figures and the loss table.
+
+// suiteTasksEndpoint hosts the fixture with the tasks scenarios' tools.
+const suiteTasksEndpoint = "suite-tasks@" + harness.ComponentDomain
+
+// suiteTasksFixture, as the value of mcpFixtureEnv, makes the test binary
+// that fixture.
+const suiteTasksFixture = "suite-tasks"
 
 // conformanceFace names the scenarios about our own HTTP face (not the
 // upstream's tools): they must pass on `agentgw mcp -http` and on [chat]
@@ -198,6 +208,10 @@ func TestMCPConformanceSuite(t *testing.T) {
 	}
 	losses := conformanceTable(t, "### Conformance losses")
 	pending := conformanceTable(t, "### Conformance: not passing yet")
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(losses) == 0 {
 		t.Fatal("the loss table of docs/mcp.md lists no scenario")
 	}
@@ -216,8 +230,14 @@ sandbox_read = [%[3]q]
 
 [[policy.invoke]]
 principals = [%[4]q]
-endpoints = [%[1]q]
+endpoints = [%[1]q, %[8]q]
 tools = ["*"]
+
+[[endpoint]]
+jid = %[8]q
+runtime = "mcp"
+command = [%[9]q]
+env = ["%[10]s=%[11]s"]
 
 [[endpoint]]
 jid = %[5]q
@@ -235,14 +255,17 @@ mcp_listen = %[6]q
 file = %[7]q
 endpoint = %[5]q
 scopes = ["*"]
-`, conformanceEndpoint, bin, filepath.Dir(bin), harness.HomeDomain, chatQueueEndpoint, chatAddr, tokenFile),
-		conformanceEndpoint, chatQueueEndpoint)
-	imported := `msg="mcp: tools imported" endpoint=` + conformanceEndpoint + " "
-	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(suite.gateway.logText(), imported); {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s was not imported at start:\n%s", conformanceEndpoint, tail(suite.gateway.logText(), 30))
+`, conformanceEndpoint, bin, filepath.Dir(bin), harness.HomeDomain, chatQueueEndpoint, chatAddr, tokenFile,
+		suiteTasksEndpoint, exe, mcpFixtureEnv, suiteTasksFixture),
+		conformanceEndpoint, suiteTasksEndpoint, chatQueueEndpoint)
+	for _, ep := range []string{conformanceEndpoint, suiteTasksEndpoint} {
+		imported := `msg="mcp: tools imported" endpoint=` + ep + " "
+		for deadline := time.Now().Add(30 * time.Second); !strings.Contains(suite.gateway.logText(), imported); {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s was not imported at start:\n%s", ep, tail(suite.gateway.logText(), 30))
+			}
+			time.Sleep(50 * time.Millisecond)
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
 
 	a := newMCPAccount(t, "")
@@ -250,11 +273,14 @@ scopes = ["*"]
 	if err != nil {
 		t.Fatal(err)
 	}
-	fmt.Fprintf(f, "\n[[mcp.agent]]\njid = %q\ntools = [\"*\"]\nprefix = \"\"\n", conformanceEndpoint)
+	for _, ep := range []string{conformanceEndpoint, suiteTasksEndpoint} {
+		fmt.Fprintf(f, "\n[[mcp.agent]]\njid = %q\ntools = [\"*\"]\nprefix = \"\"\n", ep)
+	}
 	f.Close()
 	mcpURL, mcpLog, _ := startMCPHTTP(t, a)
 	cs := connectCurrent(t, mcpURL, mcpFullToken, nil)
 	waitProjected(t, cs, "test_simple_text")
+	waitProjected(t, cs, "slow_compute")
 
 	t.Run("agentgw-mcp", func(t *testing.T) {
 		start := time.Now()
