@@ -406,7 +406,7 @@ func (l *suiteLayer) start(name string, body func(context.Context, *suiteTask)) 
 	l.mu.Lock()
 	l.seq++
 	t := &suiteTask{id: fmt.Sprintf("%s-%d", name, l.seq), created: now, updated: now, cancel: cancel,
-		status: "working", msg: "Working", input: make(chan map[string]json.RawMessage, 8)}
+		status: "working", input: make(chan map[string]json.RawMessage, 8)}
 	l.tasks[t.id] = t
 	l.mu.Unlock()
 	go func() {
