@@ -162,8 +162,9 @@ func bearerProxy(t *testing.T, target, token string) string {
 
 // conformanceTable reads the scenarios of a table of docs/mcp.md, the
 // one under heading: the loss table (scenarios that cannot pass through
-// the ProtoXEP) or the table of those that do not pass yet.
-func conformanceTable(t *testing.T, heading string) []string {
+// the ProtoXEP) or the table of those that do not pass yet, which may be
+// absent (none). A table that must be there and is not fails the test.
+func conformanceTable(t *testing.T, heading string, optional bool) []string {
 	t.Helper()
 	doc, err := os.ReadFile("../docs/mcp.md")
 	if err != nil {
@@ -171,6 +172,9 @@ func conformanceTable(t *testing.T, heading string) []string {
 	}
 	_, table, ok := strings.Cut(string(doc), "\n"+heading+"\n")
 	if !ok {
+		if optional {
+			return nil
+		}
 		t.Fatalf("docs/mcp.md has no %q table", heading)
 	}
 	table, _, _ = strings.Cut(table, "\n#")
@@ -206,8 +210,8 @@ func TestMCPConformanceSuite(t *testing.T) {
 		}
 		t.Skip("AGENTGW_MCP_CONFORMANCE or AGENTGW_MCP_CONFORMANCE_SERVER is not set")
 	}
-	losses := conformanceTable(t, "### Conformance losses")
-	pending := conformanceTable(t, "### Conformance: not passing yet")
+	losses := conformanceTable(t, "### Conformance losses", false)
+	pending := conformanceTable(t, "### Conformance: not passing yet", true)
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -306,7 +310,7 @@ scopes = ["*"]
 		slices.Sort(failed)
 		want := slices.Sorted(slices.Values(append(slices.Clone(losses), pending...)))
 		if !slices.Equal(failed, want) {
-			t.Errorf("failing scenarios %v, want those of the two tables of docs/mcp.md %v", failed, want)
+			t.Errorf("failing scenarios %v, want those of the loss table (and of a table of those not passing yet, if any) of docs/mcp.md %v", failed, want)
 		}
 		t.Logf("through agentgw mcp: %d of %d checks passed, %d scenarios, %s", passed, total, len(results), time.Since(start).Round(time.Second))
 		if t.Failed() {
