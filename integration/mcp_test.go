@@ -58,6 +58,13 @@ func serveMCPFixture(file string) int {
 		}
 		return 0
 	}
+	if file == suiteTasksFixture {
+		// The tasks scenarios' tools (mcpconformance_test.go).
+		if err := mcptest.ServeSuiteTasksStdio(context.Background()); err != nil {
+			return 2
+		}
+		return 0
+	}
 	mode, _ := os.ReadFile(file)
 	opts := mcptest.Options{Crashable: strings.TrimSpace(string(mode)) == "crashable"}
 	if err := mcptest.ServeStdio(context.Background(), opts); err != nil {

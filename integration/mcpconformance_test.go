@@ -28,8 +28,18 @@ import (
 // gateway as a runtime = "mcp" endpoint, projected by `agentgw mcp -http`
 // with prefix = "" so that its tool names are unchanged, and the suite's
 // server scenarios run against `agentgw mcp` through a loopback proxy that
-// adds the bearer token (the suite sends none). docs/mcp.md, "The
+// adds the bearer token (the suite sends none). The tools of the suite's
+// tasks scenarios, which go-sdk's server lacks, come from a second
+// upstream projected the same way: the fixture of runtime/mcpclient/mcptest
+// (SuiteTasks), this test binary run over stdio. docs/mcp.md, "The
 // conformance suite", has the figures and the loss table.
+
+// suiteTasksEndpoint hosts the fixture with the tasks scenarios' tools.
+const suiteTasksEndpoint = "suite-tasks@" + harness.ComponentDomain
+
+// suiteTasksFixture, as the value of mcpFixtureEnv, makes the test binary
+// that fixture.
+const suiteTasksFixture = "suite-tasks"
 
 // conformanceFace names the scenarios about our own HTTP face (not the
 // upstream's tools): they must pass on `agentgw mcp -http` and on [chat]
@@ -76,8 +86,12 @@ func runConformance(t *testing.T, suiteBin, url string, scenarios ...string) (ma
 	dir := t.TempDir()
 	var all strings.Builder
 	for _, args := range runs {
-		ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
-		cmd := exec.CommandContext(ctx, suiteBin, append([]string{"server", "--url", url, "--timeout", "20000", "-o", dir}, args...)...)
+		// A scenario's own timeout is generous: under load (the shared
+		// machine's load average passes 100) a scenario of a dozen
+		// requests took over 20 s; a server that never answers still
+		// fails it.
+		ctx, cancel := context.WithTimeout(context.Background(), 240*time.Second)
+		cmd := exec.CommandContext(ctx, suiteBin, append([]string{"server", "--url", url, "--timeout", "60000", "-o", dir}, args...)...)
 		cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "NO_COLOR=1")
 		out, _ := cmd.CombinedOutput()
 		cancel()
@@ -152,8 +166,9 @@ func bearerProxy(t *testing.T, target, token string) string {
 
 // conformanceTable reads the scenarios of a table of docs/mcp.md, the
 // one under heading: the loss table (scenarios that cannot pass through
-// the ProtoXEP) or the table of those that do not pass yet.
-func conformanceTable(t *testing.T, heading string) []string {
+// the ProtoXEP) or the table of those that do not pass yet, which may be
+// absent (none). A table that must be there and is not fails the test.
+func conformanceTable(t *testing.T, heading string, optional bool) []string {
 	t.Helper()
 	doc, err := os.ReadFile("../docs/mcp.md")
 	if err != nil {
@@ -161,6 +176,9 @@ func conformanceTable(t *testing.T, heading string) []string {
 	}
 	_, table, ok := strings.Cut(string(doc), "\n"+heading+"\n")
 	if !ok {
+		if optional {
+			return nil
+		}
 		t.Fatalf("docs/mcp.md has no %q table", heading)
 	}
 	table, _, _ = strings.Cut(table, "\n#")
@@ -196,8 +214,12 @@ func TestMCPConformanceSuite(t *testing.T) {
 		}
 		t.Skip("AGENTGW_MCP_CONFORMANCE or AGENTGW_MCP_CONFORMANCE_SERVER is not set")
 	}
-	losses := conformanceTable(t, "### Conformance losses")
-	pending := conformanceTable(t, "### Conformance: not passing yet")
+	losses := conformanceTable(t, "### Conformance losses", false)
+	pending := conformanceTable(t, "### Conformance: not passing yet", true)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(losses) == 0 {
 		t.Fatal("the loss table of docs/mcp.md lists no scenario")
 	}
@@ -216,8 +238,14 @@ sandbox_read = [%[3]q]
 
 [[policy.invoke]]
 principals = [%[4]q]
-endpoints = [%[1]q]
+endpoints = [%[1]q, %[8]q]
 tools = ["*"]
+
+[[endpoint]]
+jid = %[8]q
+runtime = "mcp"
+command = [%[9]q]
+env = ["%[10]s=%[11]s"]
 
 [[endpoint]]
 jid = %[5]q
@@ -235,14 +263,17 @@ mcp_listen = %[6]q
 file = %[7]q
 endpoint = %[5]q
 scopes = ["*"]
-`, conformanceEndpoint, bin, filepath.Dir(bin), harness.HomeDomain, chatQueueEndpoint, chatAddr, tokenFile),
-		conformanceEndpoint, chatQueueEndpoint)
-	imported := `msg="mcp: tools imported" endpoint=` + conformanceEndpoint + " "
-	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(suite.gateway.logText(), imported); {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s was not imported at start:\n%s", conformanceEndpoint, tail(suite.gateway.logText(), 30))
+`, conformanceEndpoint, bin, filepath.Dir(bin), harness.HomeDomain, chatQueueEndpoint, chatAddr, tokenFile,
+		suiteTasksEndpoint, exe, mcpFixtureEnv, suiteTasksFixture),
+		conformanceEndpoint, suiteTasksEndpoint, chatQueueEndpoint)
+	for _, ep := range []string{conformanceEndpoint, suiteTasksEndpoint} {
+		imported := `msg="mcp: tools imported" endpoint=` + ep + " "
+		for deadline := time.Now().Add(30 * time.Second); !strings.Contains(suite.gateway.logText(), imported); {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s was not imported at start:\n%s", ep, tail(suite.gateway.logText(), 30))
+			}
+			time.Sleep(50 * time.Millisecond)
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
 
 	a := newMCPAccount(t, "")
@@ -250,11 +281,14 @@ scopes = ["*"]
 	if err != nil {
 		t.Fatal(err)
 	}
-	fmt.Fprintf(f, "\n[[mcp.agent]]\njid = %q\ntools = [\"*\"]\nprefix = \"\"\n", conformanceEndpoint)
+	for _, ep := range []string{conformanceEndpoint, suiteTasksEndpoint} {
+		fmt.Fprintf(f, "\n[[mcp.agent]]\njid = %q\ntools = [\"*\"]\nprefix = \"\"\n", ep)
+	}
 	f.Close()
 	mcpURL, mcpLog, _ := startMCPHTTP(t, a)
 	cs := connectCurrent(t, mcpURL, mcpFullToken, nil)
 	waitProjected(t, cs, "test_simple_text")
+	waitProjected(t, cs, "slow_compute")
 
 	t.Run("agentgw-mcp", func(t *testing.T) {
 		start := time.Now()
@@ -280,7 +314,7 @@ scopes = ["*"]
 		slices.Sort(failed)
 		want := slices.Sorted(slices.Values(append(slices.Clone(losses), pending...)))
 		if !slices.Equal(failed, want) {
-			t.Errorf("failing scenarios %v, want those of the two tables of docs/mcp.md %v", failed, want)
+			t.Errorf("failing scenarios %v, want those of the loss table (and of a table of those not passing yet, if any) of docs/mcp.md %v", failed, want)
 		}
 		t.Logf("through agentgw mcp: %d of %d checks passed, %d scenarios, %s", passed, total, len(results), time.Since(start).Round(time.Second))
 		if t.Failed() {

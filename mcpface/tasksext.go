@@ -62,6 +62,7 @@ type extTask struct {
 	PollIntervalMs int64                     `json:"pollIntervalMs"`
 	InputRequests  map[string]map[string]any `json:"inputRequests,omitempty"`
 	Result         json.RawMessage           `json:"result,omitempty"`
+	Error          *jsonrpc.Error            `json:"error,omitempty"`
 }
 
 // extAck is the empty acknowledgement of tasks/update and tasks/cancel.
@@ -135,30 +136,45 @@ func (s *Server) extTasks(next mcp.MethodHandler) mcp.MethodHandler {
 			return res, err
 		case "tools/call":
 			current, declared := declaresExtTasks(req)
-			if !current || !declared {
+			if !current {
 				return next(ctx, method, req)
 			}
 			s.agents.proj.waitReady(ctx)
 			ctr, ok := req.(*mcp.CallToolRequest)
-			if !ok || (ctr.Params.Name != "CallAgentTool" && !s.agents.proj.isProjected(ctr.Params.Name)) || len(ctr.Params.InputResponses) > 0 {
+			if !ok {
 				return next(ctx, method, req)
+			}
+			support, directed := s.taskSupport(ctr.Params.Name)
+			if support == "" || support == "forbidden" {
+				return next(ctx, method, req) // a plain call (MRTR)
 			}
 			if sc := s.toolScope(ctr.Params.Name); sc == "" || !s.requestScopes(req).Has(sc) {
 				return next(ctx, method, req) // the scope check refuses it
+			}
+			if !declared {
+				if support == "required" {
+					return nil, missingExtTasks("tool " + agentclient.SafeText(ctr.Params.Name, 128) + " runs only as a task")
+				}
+				return next(ctx, method, req)
 			}
 			owner := s.requestOwner(req)
 			if owner == "" {
 				return next(ctx, method, req)
 			}
-			return s.extCall(ctx, owner, ctr)
+			if len(ctr.Params.InputResponses) > 0 || ctr.Params.RequestState != "" {
+				if !directed {
+					return next(ctx, method, req) // MRTR's retry
+				}
+				return s.extRetry(ctx, owner, ctr)
+			}
+			return s.extCall(ctx, owner, ctr, directed)
 		case "tasks/get", "tasks/update", "tasks/cancel":
 			current, declared := declaresExtTasks(req)
 			if !current {
 				return next(ctx, method, req)
 			}
 			if !declared {
-				data, _ := json.Marshal(map[string]any{"requiredCapabilities": map[string]any{"extensions": map[string]any{ExtTasks: map[string]any{}}}})
-				return nil, &jsonrpc.Error{Code: codeMissingCapability, Message: "Missing required client capability: " + ExtTasks, Data: data}
+				return nil, missingExtTasks(method)
 			}
 			if !s.requestScopes(req).Has(scope.AgentsCall) {
 				if s.refused != nil {
@@ -177,9 +193,44 @@ func (s *Server) extTasks(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
+// missingExtTasks is the revision's Missing Required Client Capability
+// error for the tasks extension, naming it in requiredCapabilities.
+func missingExtTasks(what string) error {
+	data, _ := json.Marshal(map[string]any{"requiredCapabilities": map[string]any{"extensions": map[string]any{ExtTasks: map[string]any{}}}})
+	return &jsonrpc.Error{Code: codeMissingCapability, Message: "Missing required client capability " + ExtTasks + ": " + what, Data: data}
+}
+
+// taskSupport is the execution.taskSupport of a tool that can run as a
+// task ("" for the others): CallAgentTool is optional, and so is a
+// projected tool, unless its manifest declares an execution (a tool
+// imported from an MCP server). directed reports such a declaration: the
+// agent then decides, as an MCP server does, whether the call becomes a
+// task (see extAwait).
+func (s *Server) taskSupport(name string) (support string, directed bool) {
+	if name == "CallAgentTool" {
+		return "optional", false
+	}
+	_, _, exec, ok := s.agents.proj.lookup(name)
+	if !ok {
+		return "", false
+	}
+	var e struct {
+		TaskSupport string `json:"taskSupport"`
+	}
+	if len(exec) == 0 || json.Unmarshal(exec, &e) != nil || e.TaskSupport == "" {
+		return "optional", false
+	}
+	return e.TaskSupport, true
+}
+
+// directedWait bounds how long the call of a directed tool waits for its
+// agent to show how it runs (see extAwait) before it answers a task.
+const directedWait = 5 * time.Second
+
 // extCall starts an agent call as an extension task, answered once the
-// XMPP task is accepted and stored (tasks/get resolves it).
-func (s *Server) extCall(ctx context.Context, owner string, ctr *mcp.CallToolRequest) (mcp.Result, error) {
+// XMPP task is accepted and stored (tasks/get resolves it); for a
+// directed tool, once extAwait decides.
+func (s *Server) extCall(ctx context.Context, owner string, ctr *mcp.CallToolRequest, directed bool) (mcp.Result, error) {
 	raw, err := json.Marshal(map[string]any{"name": ctr.Params.Name, "arguments": ctr.Params.Arguments})
 	if err != nil {
 		return nil, err
@@ -190,11 +241,14 @@ func (s *Server) extCall(ctx context.Context, owner string, ctr *mcp.CallToolReq
 	}
 	if id == "" {
 		if r, ok := res.(*mcp.CallToolResult); ok {
-			return r, nil
+			return &typedCallResult{r, "complete"}, nil
 		}
 		return nil, errors.New("the task was not created")
 	}
 	s.addMailbox(id)
+	if directed {
+		return s.extAwait(ctx, ctr, owner, id, "")
+	}
 	rec, err := s.store.Task(ctx, s.acct.JID().String(), owner, id)
 	if err != nil {
 		return nil, err
@@ -202,6 +256,119 @@ func (s *Server) extCall(ctx context.Context, owner string, ctr *mcp.CallToolReq
 	t := s.extTaskOf(rec, false)
 	t.ResultType = "task"
 	return t, nil
+}
+
+// typedCallResult is a CallToolResult that the middleware answers, with
+// the resultType that go-sdk gives only to its tool handlers' results:
+// complete (content an array), or input_required (no content).
+type typedCallResult struct {
+	*mcp.CallToolResult
+	resultType string
+}
+
+// MarshalJSON implements json.Marshaler.
+func (r *typedCallResult) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(r.CallToolResult)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	if c, ok := m["content"]; !ok || string(c) == "null" {
+		delete(m, "content")
+		if r.resultType == "complete" {
+			m["content"] = json.RawMessage("[]")
+		}
+	}
+	m["resultType"], _ = json.Marshal(r.resultType)
+	return json.Marshal(m)
+}
+
+// extRetry is the retry of a directed tool's input_required result: the
+// answer goes to the same ProtoXEP task, and extAwait decides again.
+func (s *Server) extRetry(ctx context.Context, owner string, ctr *mcp.CallToolRequest) (mcp.Result, error) {
+	st, ok := s.openState(owner, ctr.Params.RequestState)
+	if !ok {
+		return nil, errBadState
+	}
+	if _, err := s.store.Task(ctx, s.acct.JID().String(), owner, st.Task); err != nil {
+		return nil, errBadState
+	}
+	s.addMailbox(st.Task)
+	if resp, ok := ctr.Params.InputResponses[st.Key]; ok {
+		raw, err := json.Marshal(resp)
+		if err != nil {
+			return nil, invalidParams("inputResponses: %v", err)
+		}
+		s.answerInput(st.Task, st.Key, raw)
+	}
+	return s.extAwait(ctx, ctr, owner, st.Task, st.Key)
+}
+
+// extAwait answers the call of a directed tool, whose agent decides
+// whether it becomes a task, as an MCP server does at 2026-07-28 (MRTR
+// first, then a task, is the extension's composition): its result if it
+// settles first (the immediate result), an input_required result (MRTR)
+// if it asks for input other than answered before any progress, and the
+// task once it reports progress (an MCP upstream's task creation does)
+// or after directedWait.
+func (s *Server) extAwait(ctx context.Context, ctr *mcp.CallToolRequest, owner, id, answered string) (mcp.Result, error) {
+	deadline := time.After(directedWait)
+	for {
+		rec, err := s.store.Task(ctx, s.acct.JID().String(), owner, id)
+		if err != nil {
+			return nil, err
+		}
+		if rec.Result != nil {
+			var res mcp.CallToolResult
+			if err := json.Unmarshal(rec.Result, &res); err != nil {
+				return nil, err
+			}
+			return &typedCallResult{&res, "complete"}, nil
+		}
+		_, progressed := s.progressOf(id)
+		q := s.pendingInput(id)
+		if !progressed && q != nil && q.key != answered && rec.Status == string(task.StateInputRequired) && declaresElicitationNow(ctr) {
+			return &typedCallResult{&mcp.CallToolResult{
+				InputRequests: mcp.InputRequestMap{q.key: q.params},
+				RequestState:  s.sealState(owner, mrtrState{Task: id, Key: q.key, Expires: time.Now().Add(mrtrStateTTL).Unix()}),
+				Meta:          mcp.Meta{metaXMPP: xmppMeta(rec)},
+			}, "input_required"}, nil
+		}
+		if progressed || q != nil && q.key != answered {
+			t := s.extTaskOf(rec, false)
+			t.ResultType = "task"
+			return t, nil
+		}
+		changed := s.taskWaiter(id)
+		var posted <-chan struct{}
+		if mb := s.mailboxOf(id); mb != nil {
+			mb.mu.Lock()
+			posted = mb.posted
+			mb.mu.Unlock()
+		}
+		select {
+		case <-changed:
+		case <-posted:
+		case <-time.After(50 * time.Millisecond):
+		case <-deadline:
+			t := s.extTaskOf(rec, false)
+			t.ResultType = "task"
+			return t, nil
+		case <-ctx.Done():
+			// The client gave up the call before it learnt the task's
+			// handle: cancel the task, as for MRTR.
+			ep, _ := jid.Parse(rec.Endpoint)
+			go func() {
+				cctx, cancel := context.WithTimeout(s.runCtx, taskCancelWait)
+				defer cancel()
+				_, _ = s.agents.ac.Cancel(cctx, ep, task.Cancel{TaskID: rec.XMPPTaskID, HasReason: true, Reason: "the MCP client ended the call"}, -1)
+			}()
+			return nil, ctx.Err()
+		}
+	}
 }
 
 // extMethod serves tasks/get, tasks/update and tasks/cancel for owner's
@@ -263,8 +430,10 @@ func (s *Server) extTaskOf(rec TaskRecord, detail bool) *extTask {
 	}
 	switch t.Status {
 	case "failed":
-		t.Status = "completed"
-		losses = append(losses, lossFailed)
+		// The XMPP task failed without a tool result: the extension's
+		// failed, with a JSON-RPC error (a tool's own error is a
+		// completed task with an isError result).
+		t.Error = failedError(rec)
 	case "working":
 		losses = append(losses, lossStateDetail)
 	}
@@ -300,9 +469,27 @@ func (s *Server) extTaskOf(rec TaskRecord, detail bool) *extTask {
 	return t
 }
 
-// lossFailed: an XMPP task's failure is the tool's (isError), since the
-// extension's failed is for JSON-RPC errors only.
-const lossFailed = "failure: the XMPP task failed; the extension's failed status is for JSON-RPC errors only, so the task is completed with an isError result (see _meta agentgw/xmpp.state)"
+// failedError is the JSON-RPC error of a failed task: Internal error,
+// with the XMPP failure's text, and its code and retryability as data.
+func failedError(rec TaskRecord) *jsonrpc.Error {
+	var res mcp.CallToolResult
+	msg := "XMPP task " + rec.XMPPTaskID + " failed"
+	data := map[string]any{"xmppTaskId": rec.XMPPTaskID}
+	if json.Unmarshal(rec.Result, &res) == nil {
+		if len(res.Content) > 0 {
+			if tc, ok := res.Content[0].(*mcp.TextContent); ok {
+				msg = tc.Text
+			}
+		}
+		for _, k := range []string{"agentgw/error-code", "agentgw/retryable"} {
+			if v, ok := res.Meta[k]; ok {
+				data[k] = v
+			}
+		}
+	}
+	raw, _ := json.Marshal(data)
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: msg, Data: raw}
+}
 
 // taskProgress is the last progress of a followed task.
 type taskProgress struct {

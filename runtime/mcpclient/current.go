@@ -157,6 +157,10 @@ func (e *execution) callCurrent(ctx, taskCtx context.Context, s *session, cancel
 	}
 }
 
+// taskCreatedMessage is the progress message of an extension task whose
+// server gave no status message at its creation.
+const taskCreatedMessage = "The MCP server runs the call as a task."
+
 // extTask is a Task of the tasks extension (a DetailedTask).
 type extTask struct {
 	TaskID         string                     `json:"taskId"`
@@ -220,6 +224,12 @@ func (e *execution) driveExtTask(ctx context.Context, s *session, created json.R
 		// A CreateTaskResult is a Task, not a DetailedTask: its result or
 		// input requests come with tasks/get.
 		t.Status, pollNow = "working", true
+	}
+	if t.StatusMessage == "" {
+		// The caller learns that the server made the call a task (its
+		// status message, when it has one, says it below): an MCP face
+		// answers its own client's call with a task from then on.
+		t.StatusMessage = taskCreatedMessage
 	}
 	poll := time.NewTimer(0)
 	poll.Stop()
