@@ -5,10 +5,10 @@
 // installed, the first test that asks starts a throwaway cluster (initdb
 // in a temporary directory, on 127.0.0.1 at a free port, never the system
 // service; as root it runs as postgres), which dies with the test binary
-// (stop it from TestMain). With neither, a test that asks is skipped, or fails under
-// AGENTGW_REQUIRE_SERVERS=1. The cluster runs with fsync off (the tests
-// check what the store commits, not the disk); set AGENTGW_PGTEST_FSYNC=on
-// for benchmarks that compare durable commits.
+// (stop it from TestMain). With neither, a test that asks is skipped, or
+// fails under AGENTGW_REQUIRE_SERVERS=1. The cluster runs with fsync off
+// (the tests check what the store commits, not the disk); set
+// AGENTGW_PGTEST_FSYNC=on for benchmarks that compare durable commits.
 package pgtest
 
 import (
