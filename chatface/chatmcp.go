@@ -1,23 +1,14 @@
 // Package chatface lets MCP clients answer as a hosted endpoint whose chat
-// is "queue" (docs/messaging.md): over Streamable HTTP at layer.Path,
-// a [[chat.token]] bearer token acts as one endpoint, and gets the seed
-// interface's messaging tools (xmpp-mcp-server-tools.txt) with their
-// exact names, arguments and result types, plus WaitForMessage:
-//
-//   - SendChatMessage sends from the endpoint's JID, through the chat
-//     service's outbox, only where consent and blocking allow (package
-//     chat); a refusal is Success false with the reason;
-//   - PopMessage, GetMessage and WaitForMessage read the endpoint's
-//     durable queue of received chats, whose mid: resources they are;
-//   - AcceptPresenceSubscription and DeclinePresenceSubscription work on
-//     the endpoint's virtual presence subscriptions, whose subscribers are
-//     the xmpp: resources.
-//
-// Left out, because a virtual endpoint has no roster and follows nobody's
-// presence: AddToRoster, RemoveFromRoster, UpdateRosterItem,
-// RequestPresenceSubscription and RequestPresenceUnsubscription. None of
-// these tools invokes an endpoint's tools: that stays with `agentgw mcp`
-// and the invoke grants.
+// is "queue" (docs/messaging.md): over Streamable HTTP at layer.Path, a
+// [[chat.token]] bearer token acts as one endpoint and gets the seed's
+// messaging tools with their exact names, arguments and result types
+// (account.ToolDef): SendChatMessage through the chat service's outbox
+// where consent and blocking allow; PopMessage, GetMessage and
+// WaitForMessage on the endpoint's queue of received chats (the mid:
+// resources); Accept- and DeclinePresenceSubscription on its virtual
+// subscriptions (the xmpp: resources). The roster tools are left out (an
+// endpoint has no roster), and none of these tools invokes an endpoint's
+// tools. docs/messaging.md, "MCP clients as the endpoint".
 package chatface
 
 import (
