@@ -3,7 +3,6 @@ package mcpface_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"agentgw/internal/mcpcall"
 	"agentgw/internal/pgtest"
 	"agentgw/mcpface"
 	"agentgw/mcpface/account"
@@ -72,14 +72,6 @@ func startOfflineTokens(t *testing.T, tokens []mcpface.Token, opts mcpface.HTTPO
 	return o
 }
 
-type bearer struct{ token string }
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return http.DefaultTransport.RoundTrip(r)
-}
-
 // connect opens a session of MCP 2025-11-25 (the revision with sessions).
 func connect(t *testing.T, url, token string) *mcp.ClientSession {
 	return connectAt(t, url, token, "2025-11-25", nil)
@@ -89,51 +81,18 @@ func connect(t *testing.T, url, token string) *mcp.ClientSession {
 // revision opens no session).
 func connectAt(t *testing.T, url, token, revision string, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, opts)
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{token}}, MaxRetries: -1},
-		&mcp.ClientSessionOptions{ProtocolVersion: revision})
-	if err != nil {
-		t.Fatalf("connect: %v", err)
-	}
-	t.Cleanup(func() { cs.Close() })
-	return cs
+	return mcpcall.Connect(t, url, token, revision, opts)
 }
 
 // call calls a tool and decodes its structured result.
 func call(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) map[string]any {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	out, err := callTool(ctx, cs, name, args)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return mcpcall.Call(t, cs, name, args)
 }
 
 // callTool is call for a goroutine other than the test's: it returns the
 // failure instead of ending the test.
-func callTool(ctx context.Context, cs *mcp.ClientSession, name string, args map[string]any) (map[string]any, error) {
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	raw, _ := json.Marshal(res.StructuredContent)
-	var out map[string]any
-	if err := json.Unmarshal(raw, &out); err != nil {
-		return nil, fmt.Errorf("%s: structuredContent %s: %w", name, raw, err)
-	}
-	if len(res.Content) != 1 {
-		return nil, fmt.Errorf("%s: content %v", name, res.Content)
-	}
-	var text map[string]any
-	if err := json.Unmarshal([]byte(res.Content[0].(*mcp.TextContent).Text), &text); err != nil || text["Success"] != out["Success"] {
-		return nil, fmt.Errorf("%s: text item %v does not match %v", name, res.Content[0], out)
-	}
-	return out, nil
-}
+var callTool = mcpcall.CallTool
 
 func TestHTTPUnauthorized(t *testing.T) {
 	o := startOffline(t)
@@ -326,7 +285,7 @@ func TestHTTPOlderProtocol(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	c := mcp.NewClient(&mcp.Implementation{Name: "old", Version: "1"}, nil)
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: o.url, HTTPClient: &http.Client{Transport: bearer{fullToken}}, MaxRetries: -1},
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: o.url, HTTPClient: &http.Client{Transport: mcpcall.Bearer{Token: fullToken}}, MaxRetries: -1},
 		&mcp.ClientSessionOptions{ProtocolVersion: "2025-06-18"})
 	if err != nil {
 		t.Fatal(err)
