@@ -83,9 +83,9 @@ type Server struct {
 	refused func(ctx context.Context, method, missing string)
 }
 
-// New returns the MCP server of acct, whose messages are in store. It
-// registers the resources of the messages already stored, and becomes
-// acct's Events receiver.
+// New returns the MCP server of acct, whose messages are in store. Its
+// account face (account.NewFace) registers the resources of the messages
+// already stored and becomes acct's Events receiver.
 func New(ctx context.Context, acct *account.Account, store *Store, opts Options) (*Server, error) {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
