@@ -1,24 +1,14 @@
 // Package api implements the urn:xmpp:agent-api:0 surface of the XMPP
-// Agent Gateway ProtoXEP: Tool Discovery (version-pinned tool collections
-// and tool nodes over XEP-0030, XEP-0059 paging and XEP-0128 forms,
-// manifest and schema retrieval), Administrative Provisioning (register,
-// activate, deactivate, registration-status, remove-version and
-// remove-endpoint at the gateway JID) and Self Registration.
+// Agent Gateway ProtoXEP: Tool Discovery (tool collections and nodes,
+// manifest and schema retrieval), Administrative Provisioning and Self
+// Registration, with a wire type for every element of the XML Schema.
 //
-// It has a wire type for every element of the XML Schema, each with a
-// TokenReader and a Parse function, and handlers that turn a parsed request,
-// the store and the policy into a result or a stanza.Error.
-//
-// Visibility is discovery's (directory.Service.Endpoint): an endpoint that
-// is inactive, hidden or nonexistent answers <item-not-found/> for every
-// version, with the same bytes; invocation permission grants none of it.
-// Provisioning is for policy.admins, and for an owner of a self-registered
-// endpoint within its own bare JID; everyone else gets <forbidden/> before
-// the payload is read. A request over a limit gets <resource-constraint/>
-// after authorization, and its JSON is never echoed.
-//
-// The rules and limits in full: docs/provisioning.md and
-// docs/self-registration.md.
+// Visibility is discovery's: an endpoint that is inactive, hidden or
+// nonexistent answers <item-not-found/> for every version, with the same
+// bytes. Provisioning is for policy.admins and for the owner of a
+// self-registered endpoint; everyone else gets <forbidden/> before the
+// payload is read, and JSON is never echoed. The rules and limits in full:
+// docs/provisioning.md and docs/self-registration.md.
 package api
 
 import (

@@ -11,20 +11,13 @@ import (
 )
 
 // visibleVersion resolves a version of the addressed endpoint for a
-// discovery or metadata operation. The visibility decision comes first and
-// is the directory's: an endpoint that is hidden, inactive or nonexistent
-// fails with ErrNotFound before anything else is looked at. Then an empty
-// version selects the active one, and any other must be registered.
-//
-// The answer is exactly the version asked for, or the summary's active one
-// when none is named, never another: the version is fixed before any bytes
-// are read, and the bytes are those of that immutable row (or of the cached
-// manifest whose hash the summary carries), never "whatever is active now"
-// from a second read that may have seen a later activation than the
-// summary did. So a warm tool node costs no database read, and a summary
-// that lags another process's write by up to its bound (db/snapshot.go)
-// can make an unnamed request answer the previous active version, but
-// never a named one answer a different version.
+// discovery or metadata operation. Visibility comes first and is the
+// directory's (hidden, inactive and nonexistent fail with ErrNotFound);
+// then an empty version selects the active one, any other must be
+// registered. The answer is exactly the version fixed before any bytes are
+// read, never "whatever is active now", so a warm tool node costs no read
+// and a lagging summary may answer the previous active version but never a
+// named one with another (docs/provisioning.md, "Which version answers").
 func (s *Service) visibleVersion(ctx context.Context, req Request, version string) (db.Version, error) {
 	active, err := s.Dir.EndpointSummary(ctx, req.Policy, req.From, req.To)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"agentgw/config"
 	"agentgw/internal/loopback"
 	"agentgw/mcpface"
+	"agentgw/mcpface/account"
 	"agentgw/metrics"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -51,10 +52,10 @@ func StartMCP(ctx context.Context, cfg *config.MCPServer, accounts []config.MCPA
 		projected = append(projected, mcpface.AgentProjection{JID: ag.JID, Tools: ag.Tools, Prefix: ag.Prefix})
 	}
 	for _, a := range accounts {
-		acct := mcpface.NewAccount(mcpface.AccountOptions{
+		acct := account.New(account.Options{
 			JID: a.JID, Password: string(a.Password), Server: a.Server,
 			QueueMax: cfg.QueueMax, QueueMaxBytes: cfg.QueueMaxBytes, AcceptFrom: a.AcceptFrom,
-			SenderRate: cfg.SenderRateLimit, SenderBurst: cfg.SenderRateBurst, Store: store, Log: log,
+			SenderRate: cfg.SenderRateLimit, SenderBurst: cfg.SenderRateBurst, Store: store.Store, Log: log,
 		})
 		srv, err := mcpface.New(ctx, acct, store, mcpface.Options{CheckScopes: checkScopes, Log: log,
 			Agents: projected, AgentPoll: time.Duration(cfg.AgentPollSeconds) * time.Second})

@@ -55,23 +55,16 @@ type Hosted struct {
 }
 
 // Runtimes builds the runtime of every configured [[endpoint]], keyed by
-// endpoint bare JID, and makes every builtin and mcp endpoint ready:
-//
-//   - builtin: its generated manifest (builtin.Manifest) is registered with
-//     origin builtin and activated. Its version derives from its content,
-//     so doing this at every start changes nothing unless the demo tools
-//     changed.
-//   - mcp: the MCP server's tool list is imported (mcpsync), the endpoints
-//     in parallel, waiting at most startSyncTimeout. A server that cannot
-//     be reached is logged and its endpoint keeps the version it had; it is
-//     imported once the server comes up. Presence follows each server
-//     through opts.Availability.
+// endpoint bare JID, and makes every builtin and mcp endpoint ready: a
+// builtin manifest is registered and activated (its version derives from
+// its content, so a restart changes nothing); an mcp server's tools are
+// imported (mcpsync), in parallel, waiting at most startSyncTimeout; one
+// that cannot be reached keeps its version and is imported once it is up.
+// Presence follows each server through opts.Availability.
 //
 // Errors name the [[endpoint]] entry. Close the result to stop the MCP
-// servers, after the task service.
-//
-// A new runtime kind is added here, beside its configuration keys
-// (config.endpointRuntimes).
+// servers, after the task service. A new runtime kind is added here,
+// beside its configuration keys (config.endpointRuntimes).
 func Runtimes(ctx context.Context, store *db.Store, endpoints []config.Endpoint, opts RuntimeOptions) (*Hosted, error) {
 	h := &Hosted{Runtimes: make(map[string]runtime.Runtime, len(endpoints)), MCP: map[string]*mcpsync.Endpoint{}}
 	var demo *builtin.Runtime

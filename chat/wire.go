@@ -3,21 +3,12 @@
 // §"Security Considerations"): people chat with hosted endpoints from any
 // XMPP client, and an answerer (the builtin demo) answers as the endpoint.
 //
-// The extensions it implements, and advertises (Features) only to a
-// requester who may chat with the endpoint:
-//
-//   - XEP-0085 chat states: <composing/> while an answer is produced,
-//     <active/> with it;
-//   - XEP-0184 receipts: a <request/> is answered <received/> once the
-//     message is handed to the answerer;
-//   - XEP-0359 unique ids: every message an endpoint sends carries an
-//     <origin-id/>, the same on every retry after a crash (sending is at
-//     least once, through the outbox of package db);
-//   - XEP-0461 replies: an answer references the message it answers;
-//   - XEP-0334 hints: a <store/> hint on every message with a body.
-//
-// A chat is channel-owned: it never creates a task, a task event or a
-// task row, and a task result is never sent as chat.
+// It implements, and advertises only to a requester who may chat, XEP-0085
+// chat states, XEP-0184 receipts, XEP-0359 origin ids (the same on every
+// retry, sending being at least once through the outbox), XEP-0461 replies
+// and XEP-0334 store hints (docs/messaging.md, "What the endpoint sends").
+// A chat is channel-owned: it never creates a task, a task event or a task
+// row, and a task result is never sent as chat.
 package chat
 
 import (

@@ -1,23 +1,14 @@
 // Package chatface lets MCP clients answer as a hosted endpoint whose chat
-// is "queue" (docs/messaging.md): over Streamable HTTP at mcpface.Path,
-// a [[chat.token]] bearer token acts as one endpoint, and gets the seed
-// interface's messaging tools (xmpp-mcp-server-tools.txt) with their
-// exact names, arguments and result types, plus WaitForMessage:
-//
-//   - SendChatMessage sends from the endpoint's JID, through the chat
-//     service's outbox, only where consent and blocking allow (package
-//     chat); a refusal is Success false with the reason;
-//   - PopMessage, GetMessage and WaitForMessage read the endpoint's
-//     durable queue of received chats, whose mid: resources they are;
-//   - AcceptPresenceSubscription and DeclinePresenceSubscription work on
-//     the endpoint's virtual presence subscriptions, whose subscribers are
-//     the xmpp: resources.
-//
-// Left out, because a virtual endpoint has no roster and follows nobody's
-// presence: AddToRoster, RemoveFromRoster, UpdateRosterItem,
-// RequestPresenceSubscription and RequestPresenceUnsubscription. None of
-// these tools invokes an endpoint's tools: that stays with `agentgw mcp`
-// and the invoke grants.
+// is "queue" (docs/messaging.md): over Streamable HTTP at layer.Path, a
+// [[chat.token]] bearer token acts as one endpoint and gets the seed's
+// messaging tools with their exact names, arguments and result types
+// (account.ToolDef): SendChatMessage through the chat service's outbox
+// where consent and blocking allow; PopMessage, GetMessage and
+// WaitForMessage on the endpoint's queue of received chats (the mid:
+// resources); Accept- and DeclinePresenceSubscription on its virtual
+// subscriptions (the xmpp: resources). The roster tools are left out (an
+// endpoint has no roster), and none of these tools invokes an endpoint's
+// tools. docs/messaging.md, "MCP clients as the endpoint".
 package chatface
 
 import (
@@ -33,7 +24,7 @@ import (
 
 	"agentgw/chat"
 	"agentgw/db"
-	"agentgw/mcpface"
+	"agentgw/mcpface/account"
 	"agentgw/mcpface/layer"
 	"agentgw/policy"
 	"agentgw/wire"
@@ -76,7 +67,7 @@ type Options struct {
 	AllowedOrigins []string
 	// MaxSessionsPerToken bounds the live sessions of one token
 	// ([chat] max_sessions_per_token); zero takes
-	// mcpface.DefaultMaxSessionsPerToken.
+	// layer.DefaultMaxSessionsPerToken.
 	MaxSessionsPerToken int
 }
 
@@ -88,7 +79,7 @@ type endpointServer struct {
 
 	// limits bound each token's WaitForMessage calls, sessions its
 	// live HTTP sessions.
-	limits   mcpface.TokenLimits
+	limits   account.TokenLimits
 	sessions layer.Sessions
 
 	mu        sync.Mutex
@@ -96,7 +87,7 @@ type endpointServer struct {
 }
 
 // Handler serves the queue endpoints over Streamable HTTP at
-// mcpface.Path, behind the MCP layer's front (layer.Listener, named
+// layer.Path, behind the MCP layer's front (layer.Listener, named
 // "chat"): the Origin and Host checks, the bearer tokens, the refusal of
 // JSON-RPC batches where the revision has none, and the sessions per
 // token, as on `agentgw mcp -http`. run closes its resource watchers with
@@ -106,7 +97,7 @@ func Handler(ctx context.Context, o Options) http.Handler {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
 	if o.MaxSessionsPerToken <= 0 {
-		o.MaxSessionsPerToken = mcpface.DefaultMaxSessionsPerToken
+		o.MaxSessionsPerToken = layer.DefaultMaxSessionsPerToken
 	}
 	values := make([][]byte, len(o.Tokens))
 	for i, t := range o.Tokens {
@@ -146,18 +137,18 @@ func Handler(ctx context.Context, o Options) http.Handler {
 		return nil
 	}, layer.StreamableOptions{Log: o.Log, SessionTimeout: sessionTimeout})
 	mux := http.NewServeMux()
-	mux.Handle(mcpface.Path, front.MCP(streamable))
+	mux.Handle(layer.Path, front.MCP(streamable))
 	return front.Guard(mux, o.AllowedOrigins)
 }
 
 func newEndpointServer(o *Options, endpoint string, refused func(ctx context.Context, method, missing string)) *endpointServer {
 	s := &endpointServer{o: o, endpoint: endpoint, resources: map[string]bool{}}
-	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "agentgw-chat", Title: "XMPP MCP Server for " + endpoint + " (agentgw)", Version: mcpface.Version}, &mcp.ServerOptions{
+	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "agentgw-chat", Title: "XMPP MCP Server for " + endpoint + " (agentgw)", Version: layer.Version}, &mcp.ServerOptions{
 		Instructions: "This server is the hosted XMPP endpoint " + endpoint + ". Chats people send it wait as mid: resources " +
 			"(PopMessage, GetMessage, WaitForMessage); answer with SendChatMessage. It may write only to people who wrote to it " +
 			"recently or subscribe to its presence (its subscribers are the xmpp: resources), and never after a bounce until they write again.",
 		Logger:                    slog.New(slog.DiscardHandler),
-		SupportedProtocolVersions: mcpface.ProtocolVersions,
+		SupportedProtocolVersions: layer.ProtocolVersions,
 		SetCacheable:              layer.SetCacheable,
 		// Prompts: the list is empty, but go-sdk answers it, so it is
 		// declared (as on agentgw mcp).
@@ -209,15 +200,15 @@ func (s *endpointServer) sync(ctx context.Context) {
 		if j, err := jid.Parse(m.Sender); err == nil {
 			from = j.Bare().String()
 		}
-		want[mcpface.MessageURI(m.ID)] = func() {
-			s.mcp.AddResource(&mcp.Resource{URI: mcpface.MessageURI(m.ID), Name: "message " + m.ID, MIMEType: "application/json",
+		want[account.MessageURI(m.ID)] = func() {
+			s.mcp.AddResource(&mcp.Resource{URI: account.MessageURI(m.ID), Name: "message " + m.ID, MIMEType: "application/json",
 				Title: messageType(m.Type) + " message from " + from, Description: desc}, s.readMessage)
 		}
 	}
 	for _, sub := range subs {
 		sub := sub
-		want[mcpface.ContactURI(sub)] = func() {
-			s.mcp.AddResource(&mcp.Resource{URI: mcpface.ContactURI(sub), Name: sub, MIMEType: "application/json",
+		want[account.ContactURI(sub)] = func() {
+			s.mcp.AddResource(&mcp.Resource{URI: account.ContactURI(sub), Name: sub, MIMEType: "application/json",
 				Title: "presence subscriber " + sub}, s.readContact)
 		}
 	}
@@ -255,7 +246,7 @@ func (s *endpointServer) readMessage(ctx context.Context, req *mcp.ReadResourceR
 }
 
 func (s *endpointServer) readContact(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-	bare, ok := mcpface.ParseContactURI(req.Params.URI)
+	bare, ok := account.ParseContactURI(req.Params.URI)
 	if !ok {
 		return nil, mcp.ResourceNotFoundError(req.Params.URI)
 	}
@@ -285,11 +276,11 @@ func messageType(t string) string {
 }
 
 // response is the seed's MessageResponse of a queued message.
-func response(m db.ChatIn, msg string) mcpface.MessageResponse {
+func response(m db.ChatIn, msg string) account.MessageResponse {
 	typ := messageType(m.Type)
 	isErr := false
 	none := "None"
-	r := mcpface.MessageResponse{Success: true, Message: msg, MessageId: m.ID, From: m.Sender, To: m.Recipient,
+	r := account.MessageResponse{Success: true, Message: msg, MessageId: m.ID, From: m.Sender, To: m.Recipient,
 		Body: m.Body, Subject: m.Subject, ThreadID: m.Thread, ParentThreadID: m.Parent,
 		Type: &typ, ErrorMessage: &isErr, ErrorMessageType: &none}
 	if j, err := jid.Parse(m.Sender); err == nil {

@@ -15,7 +15,6 @@ import (
 	"agentgw/chat"
 	"agentgw/chatface"
 	"agentgw/db"
-	"agentgw/mcpface"
 	"agentgw/mcpface/layer"
 	"agentgw/policy"
 	"agentgw/scope"
@@ -61,7 +60,7 @@ func startChat(t *testing.T, maxSessions int) (url string, store *db.Store, id s
 		}, MaxSessionsPerToken: maxSessions})
 	hs := httptest.NewServer(h)
 	t.Cleanup(hs.Close)
-	return hs.URL + mcpface.Path, store, m.ID
+	return hs.URL + layer.Path, store, m.ID
 }
 
 type bearer struct{ token string }

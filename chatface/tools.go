@@ -9,7 +9,7 @@ import (
 
 	"agentgw/chat"
 	"agentgw/db"
-	"agentgw/mcpface"
+	"agentgw/mcpface/account"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"mellium.im/xmpp/jid"
@@ -18,14 +18,14 @@ import (
 // tool is one tool: its seed definition (mcpface's: names, schemas,
 // argument decoding, result type), in this face's words, and its handler.
 type tool struct {
-	def mcpface.ToolDef
-	run func(s *endpointServer, ctx context.Context, a mcpface.Args) any
+	def account.ToolDef
+	run func(s *endpointServer, ctx context.Context, a account.Args) any
 }
 
 // seed is the named tool of the seed interface, described for a hosted
 // endpoint.
-func seed(name, desc string, run func(s *endpointServer, ctx context.Context, a mcpface.Args) any) tool {
-	d, ok := mcpface.SeedTool(name)
+func seed(name, desc string, run func(s *endpointServer, ctx context.Context, a account.Args) any) tool {
+	d, ok := account.SeedTool(name)
 	if !ok {
 		panic("chatface: no seed tool " + name)
 	}
@@ -59,11 +59,11 @@ func toolScope(name string) string {
 }
 
 func (s *endpointServer) handler(t tool) mcp.ToolHandler {
-	return t.def.Handler(func(ctx context.Context, req *mcp.CallToolRequest, a mcpface.Args) any {
+	return t.def.Handler(func(ctx context.Context, req *mcp.CallToolRequest, a account.Args) any {
 		if t.def.Name() == "WaitForMessage" {
 			done, ok := s.limits.StartWait(req)
 			if !ok {
-				return mcpface.MessageResponse{Message: mcpface.WaitRefused}
+				return account.MessageResponse{Message: account.WaitRefused}
 			}
 			defer done()
 		}
@@ -71,8 +71,8 @@ func (s *endpointServer) handler(t tool) mcp.ToolHandler {
 	})
 }
 
-func generic(ok bool, format string, args ...any) mcpface.GenericResponse {
-	return mcpface.GenericResponse{Success: ok, Message: fmt.Sprintf(format, args...)}
+func generic(ok bool, format string, args ...any) account.GenericResponse {
+	return account.GenericResponse{Success: ok, Message: fmt.Sprintf(format, args...)}
 }
 
 // bare parses an argument that must be a bare JID.
@@ -84,7 +84,7 @@ func bare(name, v string) (jid.JID, error) {
 	return j.Bare(), nil
 }
 
-func (s *endpointServer) sendChatMessage(ctx context.Context, a mcpface.Args) any {
+func (s *endpointServer) sendChatMessage(ctx context.Context, a account.Args) any {
 	to, err := bare("To", a.Str("To"))
 	if err != nil {
 		return generic(false, "%v", err)
@@ -95,7 +95,7 @@ func (s *endpointServer) sendChatMessage(ctx context.Context, a mcpface.Args) an
 		return generic(false, "Message must be non-empty UTF-8 text of characters XML allows")
 	case len(text) > chat.MaxBody:
 		return generic(false, "Message is longer than %d bytes", chat.MaxBody)
-	case lang != "" && !mcpface.LanguageTag(lang):
+	case lang != "" && !account.LanguageTag(lang):
 		return generic(false, "Language must be a language tag such as en or pt-BR")
 	}
 	id, err := s.o.Chat.Send(ctx, s.o.Policy(), s.endpoint, to, text, lang)
@@ -116,11 +116,11 @@ func messageID(v string) string {
 func (s *endpointServer) take(ctx context.Context, id string, remove bool, msg string) any {
 	m, err := s.o.Chat.Store().ChatTake(ctx, s.endpoint, id, remove)
 	if errors.Is(err, db.ErrNotFound) {
-		return mcpface.MessageResponse{Message: errNoMessage.Error()}
+		return account.MessageResponse{Message: errNoMessage.Error()}
 	}
 	if err != nil {
 		s.o.Log.Error("chat mcp: read the queue", "endpoint", s.endpoint, "err", err)
-		return mcpface.MessageResponse{Message: "internal error"}
+		return account.MessageResponse{Message: "internal error"}
 	}
 	if remove {
 		s.o.Chat.QueueTouched(s.endpoint)
@@ -128,10 +128,10 @@ func (s *endpointServer) take(ctx context.Context, id string, remove bool, msg s
 	return response(m, msg)
 }
 
-func (s *endpointServer) getMessage(ctx context.Context, a mcpface.Args) any {
+func (s *endpointServer) getMessage(ctx context.Context, a account.Args) any {
 	id := messageID(a.Str("MessageId"))
 	if id == "" {
-		return mcpface.MessageResponse{Message: "MessageId is required"}
+		return account.MessageResponse{Message: "MessageId is required"}
 	}
 	remove := a.Bool("Remove")
 	msg := "message found"
@@ -141,14 +141,14 @@ func (s *endpointServer) getMessage(ctx context.Context, a mcpface.Args) any {
 	return s.take(ctx, id, remove, msg)
 }
 
-func (s *endpointServer) popMessage(ctx context.Context, _ mcpface.Args) any {
+func (s *endpointServer) popMessage(ctx context.Context, _ account.Args) any {
 	return s.take(ctx, "", true, "message removed from the received messages")
 }
 
-func (s *endpointServer) waitForMessage(ctx context.Context, a mcpface.Args) any {
+func (s *endpointServer) waitForMessage(ctx context.Context, a account.Args) any {
 	secs := a.Int("TimeoutSeconds")
-	if secs < 1 || secs > mcpface.MaxWaitSeconds {
-		return mcpface.MessageResponse{Message: fmt.Sprintf("TimeoutSeconds must be between 1 and %d", mcpface.MaxWaitSeconds)}
+	if secs < 1 || secs > account.MaxWaitSeconds {
+		return account.MessageResponse{Message: fmt.Sprintf("TimeoutSeconds must be between 1 and %d", account.MaxWaitSeconds)}
 	}
 	deadline := time.NewTimer(time.Duration(secs) * time.Second)
 	defer deadline.Stop()
@@ -160,19 +160,19 @@ func (s *endpointServer) waitForMessage(ctx context.Context, a mcpface.Args) any
 		}
 		if !errors.Is(err, db.ErrNotFound) {
 			s.o.Log.Error("chat mcp: read the queue", "endpoint", s.endpoint, "err", err)
-			return mcpface.MessageResponse{Message: "internal error"}
+			return account.MessageResponse{Message: "internal error"}
 		}
 		select {
 		case <-changed:
 		case <-deadline.C:
-			return mcpface.MessageResponse{Message: fmt.Sprintf("no message in %d seconds", secs)}
+			return account.MessageResponse{Message: fmt.Sprintf("no message in %d seconds", secs)}
 		case <-ctx.Done():
-			return mcpface.MessageResponse{Message: "cancelled"}
+			return account.MessageResponse{Message: "cancelled"}
 		}
 	}
 }
 
-func (s *endpointServer) acceptSubscription(ctx context.Context, a mcpface.Args) any {
+func (s *endpointServer) acceptSubscription(ctx context.Context, a account.Args) any {
 	from, err := bare("From", a.Str("From"))
 	if err != nil {
 		return generic(false, "%v", err)
@@ -187,7 +187,7 @@ func (s *endpointServer) acceptSubscription(ctx context.Context, a mcpface.Args)
 	return generic(true, "%s is subscribed to %s's presence", from, s.endpoint)
 }
 
-func (s *endpointServer) declineSubscription(ctx context.Context, a mcpface.Args) any {
+func (s *endpointServer) declineSubscription(ctx context.Context, a account.Args) any {
 	from, err := bare("From", a.Str("From"))
 	if err != nil {
 		return generic(false, "%v", err)

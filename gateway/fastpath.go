@@ -13,21 +13,14 @@ import (
 	"agentgw/surface"
 )
 
-// The lean path for hot reads. Disco#info and #items (the gateway, the
-// directory node, an endpoint), a directory page, a search and a ping are
-// answered on the read loop itself when the store can answer them from
-// memory (db.MemoryOnly: the in-memory index, current without a database
-// round trip): no hand-off to a worker, whose wake-up on two shared cores
-// costs more than the answer. Whatever would need the database fails at
-// once with db.ErrWouldBlock, before any work, and goes to a worker as
-// before. The choice never depends on the addressed endpoint: hidden,
-// nonexistent and visible endpoints take the same path, with the same
-// lookups, and answer the same bytes.
-//
-// The reply is written from the read loop. A write blocks only when the
-// server stops reading, and then it is bounded by the per-write deadline
-// (compstream.Conn), after which the stream is dropped; a server that stops
-// reading stalls every sender alike.
+// The lean path for hot reads (disco, a directory page, a search, a ping):
+// answered on the read loop itself when the store can answer from memory
+// (db.MemoryOnly), with no hand-off to a worker, whose wake-up on two
+// shared cores costs more than the answer; anything needing the database
+// fails at once with db.ErrWouldBlock and goes to a worker. The choice never
+// depends on the addressed endpoint, so hidden, nonexistent and visible
+// endpoints answer alike. Why a write from the read loop is safe:
+// docs/gateway.md, "The fast path".
 
 // fastIQs are the requests tried on the read loop: every IQ of the
 // surfaces marked fromMemory in surfaces.go.

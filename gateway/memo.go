@@ -15,38 +15,17 @@ import (
 	"mellium.im/xmpp/stanza"
 )
 
-// The read loop's memo of hot answers. A requester repeats itself: a
-// client asks an endpoint's disco#info on every connect and every caps
-// change, a directory client pings. The fast path (fastpath.go) answers
-// such a read from memory, but still routes it, decides its visibility,
-// reads the summary, gathers the feature lists and finds the built answer:
-// after the 2-4 ms of sleep between two requests that is the better part
-// of the gateway's cost per IQ, most of it in cache misses (issue 26).
-// The memo keeps the bytes of the answer to a payload-less read (a
-// <query/> with at most a node) by who asked what, and writes them around
-// the new id.
+// The read loop's memo of hot answers. A requester repeats itself (disco#info
+// on every connect, directory pings), and even the fast path spends most of
+// its cost per IQ routing and gathering in cache misses (issue 26); so the
+// memo keeps the bytes of the answer to a payload-less read by who asked
+// what, and writes them around the new id.
 //
 // An entry holds as long as everything the answer was read from does
-// (hotpath.State, read before the answer is computed: hotpath.Memo.Begin).
-// The state only moves on, so once it has, every kept answer is stale:
-// the next answer to be kept starts a memo of its own, and nothing stale
-// (an old index, an old policy) is held. A stale or missing answer is
-// computed again by the fast path, with its cost; when the store's view
-// cannot be had without the database (db.ErrWouldBlock) the memo is not
-// consulted at all.
-//
-// A stream keeps at most hotpath.MaxEntries answers. An entry is its key
-// (at most maxMemoKey bytes), the reply's addresses (at most maxMemoMid),
-// the payload's bytes (at most maxMemoPayload, the info cache's while it
-// holds them) and about 200 bytes more: 200-300 bytes of its own for a
-// client's usual addresses.
-//
-// Answers are kept alike whatever they are: the result of a visible
-// endpoint, the <item-not-found/> of a hidden or nonexistent one. A
-// requester can tell only that it asked the same thing before. A result
-// is kept only when its payload is already bytes (wire.FrozenBytes, as an
-// endpoint's disco#info is); an error whenever it is one of ours
-// (surface.Wire).
+// (hotpath.State, read before the answer is computed); the state only moves
+// on, so nothing stale is held. Hidden and visible endpoints are kept alike,
+// so a requester can tell only that it asked the same thing before. The
+// bounds and rules in full: docs/gateway.md, "The memo".
 
 // maxMemoKey and maxMemoMid bound what one entry holds of its own: the
 // addresses and node of the read as received, and the reply's addresses

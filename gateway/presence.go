@@ -1,28 +1,14 @@
 package gateway
 
 // Presence for virtual endpoints (RFC 6121; the decisions are
-// legacy.React's). The gateway acts as each endpoint's server:
-//
-//   - The read loop hands every subscribe, unsubscribe and probe to its
-//     endpoint's queue and reads on. A small pool of presence workers drains
-//     the queues, one endpoint at a time per worker, so one endpoint's
-//     stanzas are handled in arrival order and its answers go out in order
-//     ("subscribed" before "available"), while slow store work for one
-//     endpoint does not hold up another.
-//   - What each subscriber has been shown is kept per stream ("announced").
-//     A reconcile of an endpoint compares it with what should be shown now
-//     (active, runtime not down, subscriber still allowed to see it) and
-//     sends the difference. Reconciles run on the endpoint's queue too.
-//   - A watcher polls the store's data version. When it changes (the CLI in
-//     another process activated or deactivated an endpoint, or removed one;
-//     or this process wrote), or the policy changed, it reads the
-//     subscriptions of active endpoints, and queues a reconcile of every
-//     endpoint whose subscribers were shown something else. Its first pass,
-//     at stream start, announces available to every subscriber.
-//   - The availability hook (Gateway.Availability) queues a reconcile of the
-//     endpoint whose runtime went down or came back.
-//   - On shutdown, before the stream is closed, every subscriber shown an
-//     endpoint available is sent unavailable, within a time bound.
+// legacy.React's). The gateway acts as each endpoint's server: the read
+// loop queues presence per endpoint and presence workers drain one
+// endpoint at a time, so answers go out in order ("subscribed" before
+// "available"); what each subscriber was shown is kept per stream and
+// reconciled with what should be shown now, when the store's data version
+// or the policy changes, when a runtime goes down or comes back, and at
+// stream start; at shutdown subscribers are sent unavailable. In full:
+// docs/gateway.md, "Presence".
 
 import (
 	"context"

@@ -14,22 +14,13 @@ import (
 )
 
 // surfaces is every IQ the gateway answers and every disco feature it
-// advertises, surface by surface, in one ordered list. A payload that is
-// not listed for the addressed kind of JID gets <service-unavailable/>,
-// whether or not the addressed endpoint exists; results and errors are
-// never answered. Each protocol package exports its payload names and
-// features; the handlers, in route*.go, adapt its service to a Request.
-//
-// New panics on a route listed twice and on features listed where their
-// surface routes nothing (routeTable), so what is advertised is derived
-// from what is routed. The read loop's hot reads (fastIQs) are the IQs of
-// the surfaces marked fromMemory, and the metrics label of each namespace
-// is its surface's kinds (iqKinds, made a metrics.IQKinds value by New): an IQ
-// added here joins no other list. Some features depend on the request and are added
-// per disco#info by the handlers: an endpoint's task features, only with a
-// runtime (taskEndpointFeatures, and taskToolFeatures for tool nodes), its
-// command feature, only where the requester may run one
-// (adhocEndpointFeatures), and policyFeatures.
+// advertises, surface by surface, in one ordered list. A payload not listed
+// for the addressed kind of JID gets <service-unavailable/>, whether or not
+// the endpoint exists. New panics on a route listed twice and on features
+// where their surface routes nothing, so what is advertised derives from
+// what is routed; the hot reads (fastIQs) and the metrics labels (iqKinds)
+// derive from it too. Features that depend on the request are added by the
+// handlers: docs/gateway.md, "The surface table".
 var surfaces = []protocol{{
 	// The tool collection, tool nodes (agent API) and command nodes
 	// (ad-hoc) arrive through these disco handlers, which hand a node on.

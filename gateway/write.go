@@ -121,20 +121,11 @@ func (s *session) send(r xml.TokenReader) {
 }
 
 // write writes one stanza on the stream, from any goroutine. Any write
-// error that is not ours drops the stream: mellium's encoder keeps the first
-// error it meets (a write that timed out on a stalled server, for one), so
-// every later Send on this session would fail too, while the read loop and
-// its inbound traffic would keep the keepalive from ever noticing.
-// Dropping the connection ends Serve, fails every pending IQ and starts a
-// reconnect. The errors that are ours come from measuring, before anything
-// is written (a stanza too large, a payload reader that fails): the stream
-// is intact.
-//
-// Stalled writes are bounded by the connection's per-write deadline
-// (compstream.Conn), not by a context: mellium arms a goroutine per Send
-// that, if the context ends as Send returns, can set a past write deadline
-// under the next Send and break the stream. So only the session's own
-// context, which ends with the stream, is ever passed.
+// error that is not ours (mellium keeps the first error, so every later Send
+// would fail) drops the stream, which reconnects; the errors that are ours
+// come from measuring before anything is written, and leave it intact.
+// Stalled writes are bounded by the connection's per-write deadline, never
+// by a context (docs/gateway.md, "Writes").
 func (s *session) write(r xml.TokenReader) error { return s.writeWith(r, true) }
 
 // writeWith is write; measure false skips the measuring for a stanza whose

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"agentgw/mcpface"
+	"agentgw/mcpface/account"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -55,12 +56,12 @@ max_sessions_per_token = 2`)
 		t.Errorf("a third session: %d %s", code, body)
 	}
 
-	// At most mcpface.MaxWaitsPerToken WaitForMessage calls at once:
+	// At most account.MaxWaitsPerToken WaitForMessage calls at once:
 	// of one more, one is refused at once, and the others wait.
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	refused, waited := 0, 0
-	for range mcpface.MaxWaitsPerToken + 1 {
+	for range account.MaxWaitsPerToken + 1 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -74,7 +75,7 @@ max_sessions_per_token = 2`)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
-			case strings.Contains(text, mcpface.WaitRefused) && time.Since(start) < 5*time.Second:
+			case strings.Contains(text, account.WaitRefused) && time.Since(start) < 5*time.Second:
 				refused++
 			case strings.Contains(text, "no message in 10 seconds"):
 				waited++
@@ -84,8 +85,8 @@ max_sessions_per_token = 2`)
 		}()
 	}
 	wg.Wait()
-	if refused != 1 || waited != mcpface.MaxWaitsPerToken {
-		t.Errorf("%d WaitForMessage calls at once: %d refused, %d waited", mcpface.MaxWaitsPerToken+1, refused, waited)
+	if refused != 1 || waited != account.MaxWaitsPerToken {
+		t.Errorf("%d WaitForMessage calls at once: %d refused, %d waited", account.MaxWaitsPerToken+1, refused, waited)
 	}
 	if r := chatCall(t, cs, "WaitForMessage", map[string]any{"TimeoutSeconds": 1}); strings.Contains(r, "in progress") {
 		t.Errorf("after the waits: %s", r)

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"agentgw/mcpface"
+	"agentgw/mcpface/account"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -27,12 +28,12 @@ import (
 
 // subscribeTo makes the account subscribed to contact's presence (the
 // roster shows "to"), through the MCP tool and the contact's answer.
-func subscribeTo(t *testing.T, cs *mcpSession, account string, contact string, answer func(string)) {
+func subscribeTo(t *testing.T, cs *mcpSession, acct string, contact string, answer func(string)) {
 	t.Helper()
 	mustSucceed(t, cs.ClientSession, "RequestPresenceSubscription", map[string]any{"To": contact})
-	answer(`<presence type="subscribed" to="` + account + `"/>`)
+	answer(`<presence type="subscribed" to="` + acct + `"/>`)
 	eventually(t, "subscription to "+contact, func() bool {
-		rr, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: mcpface.ContactURI(contact)})
+		rr, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: account.ContactURI(contact)})
 		return err == nil && strings.Contains(rr.Contents[0].Text, `"Subscription":"to"`)
 	})
 }
@@ -205,7 +206,7 @@ func TestMCPServerHTTPHardening(t *testing.T) {
 	dave := remoteUser(t, "dave")
 	sendRaw(t, dave, `<message type="chat" to="`+a.jid+`"><body>secret plans</body></message>`)
 	r := mustSucceed(t, full.ClientSession, "WaitForMessage", map[string]any{"TimeoutSeconds": 60})
-	mid := mcpface.MessageURI(r["MessageId"].(string))
+	mid := account.MessageURI(r["MessageId"].(string))
 
 	// Resources.List (and Read) without Tools.Message.Get: no message.
 	for _, tok := range []string{listToken, readToken} {

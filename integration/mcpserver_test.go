@@ -20,7 +20,7 @@ import (
 	"agentgw/c2s"
 	"agentgw/internal/harness"
 	"agentgw/internal/testwait"
-	"agentgw/mcpface"
+	"agentgw/mcpface/account"
 	"agentgw/wire"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -214,13 +214,13 @@ func mustSucceed(t *testing.T, cs *mcp.ClientSession, name string, args map[stri
 }
 
 // readContact reads the xmpp: resource of bare.
-func readContact(t *testing.T, cs *mcp.ClientSession, bare string) mcpface.Contact {
+func readContact(t *testing.T, cs *mcp.ClientSession, bare string) account.Contact {
 	t.Helper()
-	res, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: mcpface.ContactURI(bare)})
+	res, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: account.ContactURI(bare)})
 	if err != nil {
 		t.Fatalf("read %s: %v", bare, err)
 	}
-	var c mcpface.Contact
+	var c account.Contact
 	if err := json.Unmarshal([]byte(res.Contents[0].Text), &c); err != nil {
 		t.Fatal(err)
 	}
@@ -282,7 +282,7 @@ func TestMCPServerStdio(t *testing.T) {
 	}
 	dave := remoteUser(t, "dave")
 	daveJID := bareOf(dave)
-	daveURI := mcpface.ContactURI(daveJID)
+	daveURI := account.ContactURI(daveJID)
 	if err := m.Subscribe(ctx, &mcp.SubscribeParams{URI: daveURI}); err != nil {
 		t.Fatal(err)
 	}
@@ -327,7 +327,7 @@ func TestMCPServerStdio(t *testing.T) {
 				return false
 			}
 			for _, r := range res.Resources {
-				if r.URI == mcpface.ContactURI(bareOf(erin)) {
+				if r.URI == account.ContactURI(bareOf(erin)) {
 					return readContact(t, m.ClientSession, bareOf(erin)).PendingIn
 				}
 			}
@@ -409,7 +409,7 @@ func TestMCPServerStdio(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var h mcpface.MessageResponse
+		var h account.MessageResponse
 		json.Unmarshal([]byte(rr.Contents[0].Text), &h)
 		if *h.Type != "Headline" || h.Body != "news" || !strings.Contains(h.ContentXml, "jabber:x:oob") {
 			t.Fatalf("headline: %+v", h)
@@ -454,7 +454,7 @@ func TestMCPServerStdio(t *testing.T) {
 
 	t.Run("roster", func(t *testing.T) {
 		frank := "frank@" + harness.RemoteDomain
-		frankURI := mcpface.ContactURI(frank)
+		frankURI := account.ContactURI(frank)
 		mustSucceed(t, m.ClientSession, "AddToRoster", map[string]any{"BareJid": frank, "NickName": "Frank", "Groups": []string{"Friends", "Work"}})
 		eventually(t, "frank in roster", func() bool {
 			res, _ := m.ListResources(ctx, nil)

@@ -64,31 +64,15 @@ type Reaction struct {
 	Send  []Outbound
 }
 
-// React is the presence state machine of a virtual endpoint. Its choices,
-// by inbound type:
-//
-//   - subscribe: approved with subscribed, then available if the endpoint is
-//     available (RFC 6121 §3.1.3, the ProtoXEP's "MAY approve ... and then
-//     send available presence"), when the sender may see the endpoint and
-//     it is active, or when the sender is already a subscriber who may see
-//     it (an inactive endpoint keeps its subscribers). Anything else, hidden
-//     and nonexistent alike, is refused with unsubscribed, and a stored
-//     subscription the policy no longer allows is dropped.
-//   - unsubscribe: answered unsubscribed in every case (RFC 6121 §3.3.3),
-//     followed by unavailable if the sender was shown the endpoint
-//     available; a stored subscription is removed.
-//   - probe: a subscriber who may see the endpoint gets its current
-//     presence, available or unavailable (RFC 6121 §4.3.2). Anyone else,
-//     hidden and nonexistent alike, gets unsubscribed, which is what RFC
-//     6121 allows and what Prosody itself answers for its own users, so the
-//     answer says nothing about existence; a stale subscription is dropped
-//     so both sides agree.
-//   - subscribed and unsubscribed sent to an endpoint would answer a
-//     subscription request from the endpoint to the user. Endpoints never
-//     make one, so they are ignored, as RFC 6121 §3.1.6 and §3.2.3 require
-//     for approvals and cancellations nobody asked for.
-//   - available and unavailable (directed presence) need no answer, and
-//     error is never answered.
+// React is the presence state machine of a virtual endpoint (RFC 6121):
+// subscribe is approved (then available) only when the sender may see the
+// active endpoint or already is a subscriber who may, and refused with
+// unsubscribed otherwise, hidden and nonexistent alike; unsubscribe is
+// always answered unsubscribed; probe gets the current presence only from
+// a subscriber who may see it, else unsubscribed (as Prosody answers for
+// its own users); subscribed, unsubscribed, directed presence and errors
+// are not answered. The choices and their RFC sections: docs/gateway.md,
+// "Presence decisions".
 //
 // A subscription or an available presence implies no permission: the
 // gateway never consults them to authorize anything.

@@ -3,7 +3,6 @@ package mcpface
 import (
 	"context"
 	"encoding/json"
-	"encoding/xml"
 	"errors"
 	"fmt"
 	"math"
@@ -29,27 +28,6 @@ const (
 	// its MCP client went away to settle.
 	cancelSettleTimeout = 30 * time.Second
 )
-
-// IQ implements agentclient.Conn over the account's current stream;
-// while it is down the answer is unknown (ErrNotConnected), which a
-// retrying request treats as lost.
-func (a *Account) IQ(ctx context.Context, typ, to, payload string) (string, error) {
-	cl, err := a.connected()
-	if err != nil {
-		return "", err
-	}
-	return cl.IQ(ctx, typ, to, payload)
-}
-
-// IQElement implements agentclient.ElementConn: the same IQ as token
-// streams, not written out as text and parsed back.
-func (a *Account) IQElement(ctx context.Context, typ, to string, payload xml.TokenReader) (wire.Element, error) {
-	cl, err := a.connected()
-	if err != nil {
-		return wire.Element{}, err
-	}
-	return cl.IQElement(ctx, typ, to, payload)
-}
 
 // ToolDescription is one tool of DescribeAgent.
 type ToolDescription struct {

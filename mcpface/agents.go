@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"agentgw/agentclient"
+	"agentgw/mcpface/account"
 	"agentgw/scope"
 	"agentgw/wire"
 
@@ -73,7 +74,7 @@ func newAgents(s *Server, log *slog.Logger) *agents {
 		following: map[string]chan wire.Element{}, unclaimed: map[string][]taskEvent{}, inflight: map[string]int{}, cursors: map[string]cursorState{},
 	}
 	g.proj.g = g
-	s.acct.taskEvents = g.event
+	s.acct.SetTaskEvents(g.event)
 	return g
 }
 
@@ -392,7 +393,7 @@ func endpointJID(tool, s string) (jid.JID, *mcp.CallToolResult) {
 
 // xmppFailure describes an error of the XMPP side for a tool result.
 func xmppFailure(what string, err error) *mcp.CallToolResult {
-	if errors.Is(err, ErrNotConnected) {
+	if errors.Is(err, account.ErrNotConnected) {
 		return errorResult("%s: %v", what, err)
 	}
 	return errorResult("%s: %s", what, agentclient.SafeText(err.Error(), 600))

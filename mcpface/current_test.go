@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"agentgw/mcpface"
+	"agentgw/mcpface/account"
 	"agentgw/mcpface/layer"
 	"agentgw/scope"
 
@@ -130,7 +131,7 @@ func TestCurrentRevision(t *testing.T) {
 	rs := connectAt(t, o.url, fullToken, "", &mcp.ClientOptions{ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
 		updated <- r.Params.URI
 	}})
-	uri := mcpface.ContactURI("bob@remote.example")
+	uri := account.ContactURI("bob@remote.example")
 	if err := rs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
 		t.Fatal(err)
 	}

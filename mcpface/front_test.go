@@ -34,7 +34,7 @@ func postBody(t *testing.T, url, body string, header map[string]string) (int, st
 }
 
 func limitTwo(t *testing.T) *offline {
-	return startOfflineTokens(t, []mcpface.Token{{Value: []byte(fullToken), Account: account, Scopes: []string{scope.Wildcard}}},
+	return startOfflineTokens(t, []mcpface.Token{{Value: []byte(fullToken), Account: alice, Scopes: []string{scope.Wildcard}}},
 		mcpface.HTTPOptions{MaxSessionsPerToken: 2})
 }
 

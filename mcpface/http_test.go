@@ -3,7 +3,6 @@ package mcpface_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -12,8 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"agentgw/internal/mcpcall"
 	"agentgw/internal/pgtest"
 	"agentgw/mcpface"
+	"agentgw/mcpface/account"
 	"agentgw/scope"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -23,7 +24,7 @@ import (
 const (
 	fullToken = "full-token-0123456789"
 	sendToken = "send-token-0123456789"
-	account   = "alice@example.org"
+	alice     = "alice@example.org"
 )
 
 // offline is an HTTP MCP server for an account that never connects, with
@@ -31,7 +32,7 @@ const (
 type offline struct {
 	url   string
 	store *mcpface.Store
-	acct  *mcpface.Account
+	acct  *account.Account
 	srv   *mcpface.Server
 	ids   []string
 }
@@ -39,8 +40,8 @@ type offline struct {
 func startOffline(t *testing.T) *offline {
 	t.Helper()
 	return startOfflineTokens(t, []mcpface.Token{
-		{Value: []byte(fullToken), Account: account, Scopes: []string{scope.Wildcard}},
-		{Value: []byte(sendToken), Account: account, Scopes: []string{scope.MessageSend}},
+		{Value: []byte(fullToken), Account: alice, Scopes: []string{scope.Wildcard}},
+		{Value: []byte(sendToken), Account: alice, Scopes: []string{scope.MessageSend}},
 	}, mcpface.HTTPOptions{})
 }
 
@@ -51,32 +52,24 @@ func startOfflineTokens(t *testing.T, tokens []mcpface.Token, opts mcpface.HTTPO
 	o := &offline{store: store}
 	for _, body := range []string{"first", "second"} {
 		typ := "Chat"
-		st, _, err := store.Push(ctx, account, mcpface.MessageResponse{From: "bob@remote.example/phone", FromBareJid: "bob@remote.example", Body: body, Type: &typ}, 10)
+		st, _, err := store.Push(ctx, alice, account.MessageResponse{From: "bob@remote.example/phone", FromBareJid: "bob@remote.example", Body: body, Type: &typ}, 10)
 		if err != nil {
 			t.Fatal(err)
 		}
 		o.ids = append(o.ids, st.ID)
 	}
-	acct := mcpface.NewAccount(mcpface.AccountOptions{JID: jid.MustParse(account), Store: store, QueueMax: 10})
+	acct := account.New(account.Options{JID: jid.MustParse(alice), Store: store.Store, QueueMax: 10})
 	o.acct = acct
 	srv, err := mcpface.New(ctx, acct, store, mcpface.Options{CheckScopes: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	o.srv = srv
-	h := mcpface.NewHTTPHandler(map[string]*mcpface.Server{account: srv}, tokens, opts)
+	h := mcpface.NewHTTPHandler(map[string]*mcpface.Server{alice: srv}, tokens, opts)
 	hs := httptest.NewServer(h)
 	t.Cleanup(hs.Close)
 	o.url = hs.URL + mcpface.Path
 	return o
-}
-
-type bearer struct{ token string }
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return http.DefaultTransport.RoundTrip(r)
 }
 
 // connect opens a session of MCP 2025-11-25 (the revision with sessions).
@@ -88,51 +81,18 @@ func connect(t *testing.T, url, token string) *mcp.ClientSession {
 // revision opens no session).
 func connectAt(t *testing.T, url, token, revision string, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, opts)
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{token}}, MaxRetries: -1},
-		&mcp.ClientSessionOptions{ProtocolVersion: revision})
-	if err != nil {
-		t.Fatalf("connect: %v", err)
-	}
-	t.Cleanup(func() { cs.Close() })
-	return cs
+	return mcpcall.Connect(t, url, token, revision, opts)
 }
 
 // call calls a tool and decodes its structured result.
 func call(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) map[string]any {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	out, err := callTool(ctx, cs, name, args)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return mcpcall.Call(t, cs, name, args)
 }
 
 // callTool is call for a goroutine other than the test's: it returns the
 // failure instead of ending the test.
-func callTool(ctx context.Context, cs *mcp.ClientSession, name string, args map[string]any) (map[string]any, error) {
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	raw, _ := json.Marshal(res.StructuredContent)
-	var out map[string]any
-	if err := json.Unmarshal(raw, &out); err != nil {
-		return nil, fmt.Errorf("%s: structuredContent %s: %w", name, raw, err)
-	}
-	if len(res.Content) != 1 {
-		return nil, fmt.Errorf("%s: content %v", name, res.Content)
-	}
-	var text map[string]any
-	if err := json.Unmarshal([]byte(res.Content[0].(*mcp.TextContent).Text), &text); err != nil || text["Success"] != out["Success"] {
-		return nil, fmt.Errorf("%s: text item %v does not match %v", name, res.Content[0], out)
-	}
-	return out, nil
-}
+var callTool = mcpcall.CallTool
 
 func TestHTTPUnauthorized(t *testing.T) {
 	o := startOffline(t)
@@ -212,11 +172,11 @@ func TestHTTPToolsAndScopes(t *testing.T) {
 	if _, err := send.ListResources(ctx, nil); err == nil || !strings.Contains(err.Error(), scope.ResourcesList) {
 		t.Errorf("resources/list outside scopes: %v", err)
 	}
-	if _, err := send.ReadResource(ctx, &mcp.ReadResourceParams{URI: mcpface.MessageURI(o.ids[0])}); err == nil || !strings.Contains(err.Error(), scope.ResourcesRead) {
+	if _, err := send.ReadResource(ctx, &mcp.ReadResourceParams{URI: account.MessageURI(o.ids[0])}); err == nil || !strings.Contains(err.Error(), scope.ResourcesRead) {
 		t.Errorf("resources/read outside scopes: %v", err)
 	}
 	// The refused calls did nothing: both messages are still queued.
-	if l, _ := o.store.List(ctx, account); len(l) != 2 {
+	if l, _ := o.store.List(ctx, alice); len(l) != 2 {
 		t.Fatalf("queue after refused calls: %d messages", len(l))
 	}
 	// Within its scope, the call runs: not connected.
@@ -242,11 +202,11 @@ func TestHTTPMessagesOffline(t *testing.T) {
 	if r["Success"] != true || r["Body"] != "second" {
 		t.Fatalf("GetMessage by URI: %v", r)
 	}
-	rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: mcpface.MessageURI(o.ids[0])})
+	rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: account.MessageURI(o.ids[0])})
 	if err != nil || !strings.Contains(rr.Contents[0].Text, `"Body":"first"`) {
 		t.Fatalf("read: %v %v", rr, err)
 	}
-	if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: mcpface.MessageURI(o.ids[0])}); err == nil {
+	if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: account.MessageURI(o.ids[0])}); err == nil {
 		t.Fatal("a read message can be read again")
 	}
 	r = call(t, cs, "PopMessage", nil)
@@ -269,7 +229,7 @@ func TestHTTPMessagesOffline(t *testing.T) {
 func TestBadInput(t *testing.T) {
 	o := startOffline(t)
 	cs := connect(t, o.url, fullToken)
-	long := strings.Repeat("x", mcpface.MaxMessageBytes+1)
+	long := strings.Repeat("x", account.MaxMessageBytes+1)
 	cases := []struct {
 		tool string
 		args map[string]any
@@ -280,7 +240,7 @@ func TestBadInput(t *testing.T) {
 		{"AcceptPresenceSubscription", map[string]any{"From": "bob@remote.example/res"}, "full JID"},
 		{"AcceptPresenceSubscription", map[string]any{"From": "bob@remote.example"}, "no pending presence subscription request"},
 		{"DeclinePresenceSubscription", map[string]any{"From": "not a jid@"}, "not a valid JID"},
-		{"DeclinePresenceSubscription", map[string]any{"From": account}, "this account itself"},
+		{"DeclinePresenceSubscription", map[string]any{"From": alice}, "this account itself"},
 		{"AddToRoster", map[string]any{"BareJid": "remote.example"}, "a domain"},
 		{"AddToRoster", map[string]any{"BareJid": "bob@remote.example", "NickName": true}, "NickName must be a string"},
 		{"AddToRoster", map[string]any{"BareJid": "bob@remote.example", "Groups": "g"}, "Groups must be an array of strings"},
@@ -314,7 +274,7 @@ func TestBadInput(t *testing.T) {
 			t.Errorf("%s(%v) = %v, want a failure with %q", c.tool, c.args, r, c.want)
 		}
 	}
-	if l, _ := o.store.List(context.Background(), account); len(l) != 2 {
+	if l, _ := o.store.List(context.Background(), alice); len(l) != 2 {
 		t.Fatalf("bad input changed the queue: %d messages", len(l))
 	}
 }
@@ -325,7 +285,7 @@ func TestHTTPOlderProtocol(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	c := mcp.NewClient(&mcp.Implementation{Name: "old", Version: "1"}, nil)
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: o.url, HTTPClient: &http.Client{Transport: bearer{fullToken}}, MaxRetries: -1},
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: o.url, HTTPClient: &http.Client{Transport: mcpcall.Bearer{Token: fullToken}}, MaxRetries: -1},
 		&mcp.ClientSessionOptions{ProtocolVersion: "2025-06-18"})
 	if err != nil {
 		t.Fatal(err)
@@ -346,10 +306,10 @@ func TestHTTPTokenPicksAccount(t *testing.T) {
 	servers := map[string]*mcpface.Server{}
 	var tokens []mcpface.Token
 	for i, who := range []string{"alice@example.org", "bob@example.org"} {
-		if _, _, err := store.Push(ctx, who, mcpface.MessageResponse{Body: "for " + who}, 10); err != nil {
+		if _, _, err := store.Push(ctx, who, account.MessageResponse{Body: "for " + who}, 10); err != nil {
 			t.Fatal(err)
 		}
-		acct := mcpface.NewAccount(mcpface.AccountOptions{JID: jid.MustParse(who), Store: store, QueueMax: 10})
+		acct := account.New(account.Options{JID: jid.MustParse(who), Store: store.Store, QueueMax: 10})
 		srv, err := mcpface.New(ctx, acct, store, mcpface.Options{CheckScopes: true})
 		if err != nil {
 			t.Fatal(err)
@@ -377,25 +337,25 @@ func TestHTTPTaskOwnerIsTheToken(t *testing.T) {
 	store := openStore(t, pgtest.Location(t, filepath.Join(t.TempDir(), "mcp.db")))
 	now := time.Now()
 	for id, owner := range map[string]string{
-		"mcptask-full":  mcpface.TokenOwner([]byte(fullToken), account),
-		"mcptask-stdio": "account:" + account,
+		"mcptask-full":  mcpface.TokenOwner([]byte(fullToken), alice),
+		"mcptask-stdio": "account:" + alice,
 	} {
-		if err := store.CreateTask(ctx, mcpface.TaskRecord{ID: id, Owner: owner, Account: account,
+		if err := store.CreateTask(ctx, mcpface.TaskRecord{ID: id, Owner: owner, Account: alice,
 			Endpoint: "demo@agents.example", XMPPTaskID: "x-" + id, RequestID: "r-" + id, Tool: "count",
 			Status: "working", XMPPState: "accepted", Created: now, Updated: now, RetainUntil: now.Add(time.Hour), TTL: time.Hour}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	acct := mcpface.NewAccount(mcpface.AccountOptions{JID: jid.MustParse(account), Store: store, QueueMax: 10})
+	acct := account.New(account.Options{JID: jid.MustParse(alice), Store: store.Store, QueueMax: 10})
 	srv, err := mcpface.New(ctx, acct, store, mcpface.Options{CheckScopes: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The full token was first when it made its task; now another is.
 	other := "other-token-0123456789"
-	hs := httptest.NewServer(mcpface.HTTPHandler(map[string]*mcpface.Server{account: srv}, []mcpface.Token{
-		{Value: []byte(other), Account: account, Scopes: []string{scope.Wildcard}},
-		{Value: []byte(fullToken), Account: account, Scopes: []string{scope.Wildcard}},
+	hs := httptest.NewServer(mcpface.HTTPHandler(map[string]*mcpface.Server{alice: srv}, []mcpface.Token{
+		{Value: []byte(other), Account: alice, Scopes: []string{scope.Wildcard}},
+		{Value: []byte(fullToken), Account: alice, Scopes: []string{scope.Wildcard}},
 	}, nil))
 	t.Cleanup(hs.Close)
 	list := func(token string) []string {
@@ -431,7 +391,7 @@ func TestHTTPTaskOwnerIsTheToken(t *testing.T) {
 	if got := list(fullToken); !slices.Equal(got, []string{"mcptask-full"}) {
 		t.Errorf("the owning token sees %v", got)
 	}
-	if o := mcpface.TokenOwner([]byte(fullToken), account); strings.Contains(o, fullToken) || !strings.HasPrefix(o, "token:") {
+	if o := mcpface.TokenOwner([]byte(fullToken), alice); strings.Contains(o, fullToken) || !strings.HasPrefix(o, "token:") {
 		t.Errorf("owner %q", o)
 	}
 }

@@ -3,6 +3,8 @@ package mcpface
 import (
 	"net/http"
 	"time"
+
+	"agentgw/mcpface/account"
 )
 
 // Limits of a Streamable HTTP listener, `agentgw mcp -http` and [chat]
@@ -15,7 +17,7 @@ const (
 	// HTTPWriteTimeout bounds writing an answer: the longest
 	// WaitForMessage (300 s) and a margin. A server-sent event stream
 	// (GET at Path) is not bounded by it: it lives as long as its session.
-	HTTPWriteTimeout = MaxWaitSeconds*time.Second + 30*time.Second
+	HTTPWriteTimeout = account.MaxWaitSeconds*time.Second + 30*time.Second
 	// HTTPIdleTimeout closes a keep-alive connection idle that long.
 	HTTPIdleTimeout = 30 * time.Second
 	// HTTPMaxHeaderBytes bounds a request's header.

@@ -11,6 +11,7 @@ import (
 
 	"agentgw/agentclient"
 	"agentgw/manifest"
+	"agentgw/mcpface/account"
 	"agentgw/scope"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -79,7 +80,7 @@ func mcpGrammar(name string) bool {
 // face itself, or a tool another agent projects ("" when none). The
 // caller holds p.mu.
 func (p *projector) collisionLocked(agent, name string) string {
-	if toolScope(name) != "" {
+	if account.ToolScope(name) != "" {
 		return "the XMPP MCP Server tool " + name
 	}
 	for _, t := range agentTools {

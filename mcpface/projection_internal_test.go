@@ -10,6 +10,7 @@ import (
 
 	"agentgw/internal/pgtest"
 	"agentgw/manifest"
+	"agentgw/mcpface/account"
 	"mellium.im/xmpp/jid"
 )
 
@@ -40,7 +41,7 @@ func TestProjectNoPrefix(t *testing.T) {
 	}
 	t.Cleanup(func() { store.Close() })
 	var log bytes.Buffer
-	acct := NewAccount(AccountOptions{JID: jid.MustParse("alice@example.org"), Store: store, QueueMax: 10})
+	acct := account.New(account.Options{JID: jid.MustParse("alice@example.org"), Store: store.Store, QueueMax: 10})
 	s, err := New(ctx, acct, store, Options{Log: slog.New(slog.NewTextHandler(&log, nil))})
 	if err != nil {
 		t.Fatal(err)

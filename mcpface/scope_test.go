@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"agentgw/mcpface"
+	"agentgw/mcpface/account"
 	"agentgw/scope"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -61,14 +62,14 @@ func TestScopeTable(t *testing.T) {
 	}
 	var tokens []mcpface.Token
 	for _, sc := range scope.All {
-		tokens = append(tokens, mcpface.Token{Value: tokenFor(sc), Account: account, Scopes: []string{sc}})
+		tokens = append(tokens, mcpface.Token{Value: tokenFor(sc), Account: alice, Scopes: []string{sc}})
 	}
 	pairs := [][]string{
 		{scope.ResourcesList, scope.MessageGet},
 		{scope.ResourcesRead, scope.MessageGet},
 	}
 	for _, p := range pairs {
-		tokens = append(tokens, mcpface.Token{Value: tokenFor(p...), Account: account, Scopes: p})
+		tokens = append(tokens, mcpface.Token{Value: tokenFor(p...), Account: alice, Scopes: p})
 	}
 	o := startOfflineTokens(t, tokens, mcpface.HTTPOptions{})
 	ctx := context.Background()
@@ -115,7 +116,7 @@ func TestScopeTable(t *testing.T) {
 					}
 				}
 			}
-			_, err = cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: mcpface.MessageURI(o.ids[0])})
+			_, err = cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: account.MessageURI(o.ids[0])})
 			switch sc {
 			case scope.ResourcesRead:
 				// Without Tools.Message.Get, a queued message reads as
@@ -136,7 +137,7 @@ func TestScopeTable(t *testing.T) {
 		})
 	}
 	// Nothing above popped a message.
-	if l, _ := o.store.List(ctx, account); len(l) != 2 {
+	if l, _ := o.store.List(ctx, alice); len(l) != 2 {
 		t.Fatalf("queue after the refused reads: %d messages", len(l))
 	}
 	// With Tools.Message.Get as well, messages are listed and read.
@@ -152,7 +153,7 @@ func TestScopeTable(t *testing.T) {
 		t.Errorf("Resources.List+Message.Get lists %d messages: %v", mids, err)
 	}
 	reader := connect(t, o.url, string(tokenFor(pairs[1]...)))
-	rr, err := reader.ReadResource(ctx, &mcp.ReadResourceParams{URI: mcpface.MessageURI(o.ids[0])})
+	rr, err := reader.ReadResource(ctx, &mcp.ReadResourceParams{URI: account.MessageURI(o.ids[0])})
 	if err != nil || !strings.Contains(rr.Contents[0].Text, `"first"`) {
 		t.Errorf("Resources.Read+Message.Get read: %v", err)
 	}

@@ -1,28 +1,24 @@
-// Package mcpface is `agentgw mcp`: an MCP server that logs in to XMPP
-// as an account and offers the interface of the "XMPP MCP Server"
-// (docs/mcp-server.md, after the seed text
-// shared/spec/xmpp-mcp-server-tools.txt): ten tools with the seed's names,
-// arguments, defaults and results, the xmpp: (roster contact) and mid:
-// (received message) resources, and one OAuth scope per operation
-// (package scope).
+// Package mcpface is `agentgw mcp`: an MCP server per XMPP account. Each
+// Server puts together the account face (package account: the "XMPP MCP
+// Server" seed tools and resources), the agent directory and the
+// federated agents projected as MCP tools, with MCP Tasks (2025-11-25),
+// the tasks extension and MRTR (2026-07-28), all behind the MCP layer's
+// scope check (package layer). Store holds the account's message queue
+// and the tasks.
 //
-// Beyond the seed, received messages wait in SQLite (Store) so a restart
-// loses none, and WaitForMessage lets a client wait instead of polling.
-//
-// One Server serves one Account, over stdio (the local user holds every
-// scope) or Streamable HTTP (HTTPHandler: bearer tokens, each with its
-// scopes).
+// A Server serves one account, over stdio (the local user holds every
+// scope) or Streamable HTTP (NewHTTPHandler: bearer tokens, each with
+// its scopes). docs/mcp-server.md and docs/mcp.md say what clients see.
 package mcpface
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
+	"agentgw/mcpface/account"
 	"agentgw/mcpface/layer"
 	"agentgw/scope"
 
@@ -38,9 +34,6 @@ var ProtocolVersions = layer.ProtocolVersions
 // token's scopes.
 const CodeForbidden = layer.CodeForbidden
 
-// Version is the implementation version announced in serverInfo.
-var Version = "dev"
-
 // Options configure a Server.
 type Options struct {
 	// CheckScopes enforces the scopes of each request's bearer token
@@ -55,20 +48,14 @@ type Options struct {
 
 // Server is the MCP face of one account.
 type Server struct {
-	acct   *Account
+	acct   *account.Account
 	store  *Store
 	mcp    *mcp.Server
 	opts   Options
+	face   *account.Face // the seed's tools and resources
 	agents *agents
 
-	mu       sync.Mutex
-	contacts map[string]bool // xmpp: resources registered, by bare JID
-	messages map[string]bool // mid: resources registered, by ID
-	// updates are the URIs whose resources/updated is yet to be sent, by
-	// the updater goroutine: go-sdk sends it synchronously (up to 10 s per
-	// slow subscriber), and the account's session must not wait for that.
-	updates map[string]bool
-	wake    chan struct{}
+	mu sync.Mutex
 	// taskWait wakes tasks/result and tasks/cancel, and waits counts
 	// those waiting, by owner (tasks.go).
 	taskWait map[string]chan struct{}
@@ -90,28 +77,23 @@ type Server struct {
 	// runCtx is the server's lifetime: MCP tasks are followed within it.
 	runCtx context.Context
 
-	// limits bound each token's live HTTP sessions and WaitForMessage
-	// calls (limits.go).
-	limits TokenLimits
 	// sessions bound each token's live HTTP sessions (the front's).
 	sessions layer.Sessions
 	// refused, if set, hears the requests the scope check refuses.
 	refused func(ctx context.Context, method, missing string)
 }
 
-// New returns the MCP server of acct, whose messages are in store. It
-// registers the resources of the messages already stored, and becomes
-// acct's Events receiver.
-func New(ctx context.Context, acct *Account, store *Store, opts Options) (*Server, error) {
+// New returns the MCP server of acct, whose messages are in store. Its
+// account face (account.NewFace) registers the resources of the messages
+// already stored and becomes acct's Events receiver.
+func New(ctx context.Context, acct *account.Account, store *Store, opts Options) (*Server, error) {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{acct: acct, store: store, opts: opts, contacts: map[string]bool{}, messages: map[string]bool{},
-		updates: map[string]bool{}, wake: make(chan struct{}, 1), taskWait: map[string]chan struct{}{}, waits: map[string]int{},
+	s := &Server{acct: acct, store: store, opts: opts, taskWait: map[string]chan struct{}{}, waits: map[string]int{},
 		inputs: map[string]*taskInput{}, elicits: map[string]elicitWait{}, sinks: map[string]*statusSink{}, runCtx: ctx,
 		mrtrKey: newMRTRKey()}
-	go s.updater(ctx)
-	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "agentgw-xmpp", Title: "XMPP MCP Server (agentgw)", Version: Version}, &mcp.ServerOptions{
+	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "agentgw-xmpp", Title: "XMPP MCP Server (agentgw)", Version: layer.Version}, &mcp.ServerOptions{
 		Instructions: "This server is the XMPP account " + acct.JID().String() + ". Received messages wait as mid: resources " +
 			"(PopMessage, GetMessage, WaitForMessage); roster contacts are xmpp: resources. Ask a contact for a presence subscription before messaging. " +
 			"Federated XMPP agents: find them with ListAgents and SearchAgents, read their tools with DescribeAgent, call them with CallAgentTool.",
@@ -126,9 +108,11 @@ func New(ctx context.Context, acct *Account, store *Store, opts Options) (*Serve
 		SubscribeHandler:   func(context.Context, *mcp.SubscribeRequest) error { return nil },
 		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
 	})
-	for _, t := range tools {
-		s.mcp.AddTool(t.mcpTool(), s.handler(t))
+	face, err := account.NewFace(ctx, acct, store.Store, s.mcp)
+	if err != nil {
+		return nil, fmt.Errorf("mcp server: %w", err)
 	}
+	s.face = face
 	s.agents = newAgents(s, opts.Log)
 	for _, t := range agentTools {
 		s.mcp.AddTool(t.tool, s.agents.handler(t))
@@ -145,19 +129,8 @@ func New(ctx context.Context, acct *Account, store *Store, opts Options) (*Serve
 	// check: it checks the scopes it needs itself).
 	s.registerExtTasks()
 	s.mcp.AddReceivingMiddleware(s.extTasks)
-	stored, err := store.List(ctx, acct.JID().String())
-	if err != nil {
-		return nil, fmt.Errorf("mcp server: %w", err)
-	}
-	for _, st := range stored {
-		s.addMessage(st)
-	}
 	if err := s.resumeTasks(ctx); err != nil {
 		return nil, fmt.Errorf("mcp server: tasks: %w", err)
-	}
-	acct.SetEvents(s)
-	for _, c := range acct.Contacts() {
-		s.ContactChanged(c.BareJid)
 	}
 	return s, nil
 }
@@ -195,7 +168,7 @@ func (s *Server) scopes(next mcp.MethodHandler) mcp.MethodHandler {
 
 // toolScope returns the scope a tool needs, or "" for an unknown tool.
 func (s *Server) toolScope(name string) string {
-	if sc := toolScope(name); sc != "" {
+	if sc := account.ToolScope(name); sc != "" {
 		return sc
 	}
 	for _, t := range agentTools {
@@ -207,138 +180,6 @@ func (s *Server) toolScope(name string) string {
 		return scope.AgentsCall
 	}
 	return ""
-}
-
-// ContactChanged implements Events: the contact's resource is added or
-// removed as needed, and its subscribers are told.
-func (s *Server) ContactChanged(bare string) {
-	uri := ContactURI(bare)
-	_, exists := s.acct.Contact(bare)
-	s.mu.Lock()
-	had := s.contacts[bare]
-	if exists {
-		s.contacts[bare] = true
-	} else {
-		delete(s.contacts, bare)
-	}
-	s.mu.Unlock()
-	switch {
-	case exists && !had:
-		s.mcp.AddResource(&mcp.Resource{
-			URI: uri, Name: bare, Title: "XMPP contact " + bare, MIMEType: "application/json",
-			Description: "Roster entry, subscription state and last presence of " + bare,
-		}, s.readContact)
-	case !exists && had:
-		s.mcp.RemoveResources(uri)
-	}
-	s.mu.Lock()
-	s.updates[uri] = true
-	s.mu.Unlock()
-	select {
-	case s.wake <- struct{}{}:
-	default: // the updater is already due to run
-	}
-}
-
-// updater sends the pending resources/updated notifications, each URI once
-// however often it changed meanwhile, until ctx ends.
-func (s *Server) updater(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-s.wake:
-		}
-		s.mu.Lock()
-		uris := make([]string, 0, len(s.updates))
-		for u := range s.updates {
-			uris = append(uris, u)
-		}
-		clear(s.updates)
-		s.mu.Unlock()
-		for _, u := range uris {
-			_ = s.mcp.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: u})
-		}
-	}
-}
-
-// MessageQueued implements Events.
-func (s *Server) MessageQueued(st Stored, dropped []string) {
-	for _, id := range dropped {
-		s.messageRemoved(id)
-	}
-	s.addMessage(st)
-}
-
-func (s *Server) addMessage(st Stored) {
-	s.mu.Lock()
-	s.messages[st.ID] = true
-	s.mu.Unlock()
-	from := st.Message.FromBareJid
-	if from == "" {
-		from = st.Message.From
-	}
-	desc := st.Message.Subject
-	if desc == "" {
-		desc = st.Message.Body
-	}
-	if len(desc) > 120 {
-		desc = strings.ToValidUTF8(desc[:120], "") + "…"
-	}
-	typ := "Normal"
-	if st.Message.Type != nil {
-		typ = *st.Message.Type
-	}
-	s.mcp.AddResource(&mcp.Resource{
-		URI: MessageURI(st.ID), Name: "message " + st.ID, MIMEType: "application/json",
-		Title:       typ + " message from " + from,
-		Description: desc,
-	}, s.readMessage)
-}
-
-// messageRemoved drops the resource of a message no longer queued.
-func (s *Server) messageRemoved(id string) {
-	s.mu.Lock()
-	had := s.messages[id]
-	delete(s.messages, id)
-	s.mu.Unlock()
-	if had {
-		s.mcp.RemoveResources(MessageURI(id))
-	}
-}
-
-func (s *Server) readContact(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-	bare, ok := ParseContactURI(req.Params.URI)
-	if !ok {
-		return nil, mcp.ResourceNotFoundError(req.Params.URI)
-	}
-	c, ok := s.acct.Contact(bare)
-	if !ok {
-		return nil, mcp.ResourceNotFoundError(req.Params.URI)
-	}
-	raw, err := json.Marshal(c)
-	if err != nil {
-		return nil, err
-	}
-	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "application/json", Text: string(raw)}}}, nil
-}
-
-// readMessage returns the message and pops it, as the seed says.
-func (s *Server) readMessage(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-	id, ok := messageID(req.Params.URI)
-	if !ok || !strings.HasPrefix(req.Params.URI, "mid:") {
-		return nil, mcp.ResourceNotFoundError(req.Params.URI)
-	}
-	st, err := s.store.Take(ctx, s.acct.JID().String(), id)
-	if err != nil {
-		return nil, mcp.ResourceNotFoundError(req.Params.URI)
-	}
-	s.messageRemoved(id)
-	raw, err := json.Marshal(st.response("message read and removed from the received messages"))
-	if err != nil {
-		return nil, err
-	}
-	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "application/json", Text: string(raw)}}}, nil
 }
 
 // floor passes on only records at or above its level: go-sdk logs every

@@ -12,6 +12,7 @@ import (
 
 	"agentgw/internal/pgtest"
 	"agentgw/internal/testwait"
+	"agentgw/mcpface/account"
 	"agentgw/wire"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -30,7 +31,7 @@ func offlineServer(t *testing.T) *Server {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	acct := NewAccount(AccountOptions{JID: jid.MustParse("alice@example.org"), Store: store, QueueMax: 10})
+	acct := account.New(account.Options{JID: jid.MustParse("alice@example.org"), Store: store.Store, QueueMax: 10})
 	s, err := New(ctx, acct, store, Options{})
 	if err != nil {
 		t.Fatal(err)

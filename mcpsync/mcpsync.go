@@ -2,21 +2,14 @@
 // with runtime "mcp", docs/mcp.md) in step with its MCP server.
 //
 // The gateway owns that manifest, as it does for builtin endpoints. An
-// import (Sync) lists the server's tools through package runtime/mcpclient,
-// which derives the version from the content, and records it in the
-// store (db.Store.RecordImport): a changed tool list registers a new
-// immutable version (origin mcp) and activates it; an unchanged list
-// changes nothing. A tool that cannot be translated, or breaks the
-// version-0 rules, is left out; the store keeps the skipped tools with
-// their reasons, for `agentgw endpoint status`. An import fails as a
-// whole only when the server cannot be listed or the manifest as a whole
-// is refused, and then nothing changes.
-//
-// Imports run when `agentgw serve` starts, when the server announces
-// notifications/tools/list_changed, whenever it comes up (so a server that
-// was unreachable at start is imported once it is up), and on `agentgw
-// endpoint sync` (Endpoint and Sync). Endpoint also makes the endpoint's
-// presence follow the server's availability.
+// import (Sync) lists the server's tools through runtime/mcpclient and
+// records them (db.Store.RecordImport): a changed list registers and
+// activates a new immutable version, an unchanged one changes nothing, and
+// a tool that cannot be translated is skipped with its reason. Imports run
+// at start, on notifications/tools/list_changed, whenever the server comes
+// up, and on `agentgw endpoint sync`; Endpoint also makes the endpoint's
+// presence follow the server. docs/mcp.md, "The gateway owns the
+// manifest".
 package mcpsync
 
 import (

@@ -5,38 +5,10 @@
 // into a task transition (package task) and builds every stanza itself.
 //
 // Tool code never sees a JID, a stanza, a namespace or a wire identifier.
-// A Call carries only the tool name, the validated canonical arguments,
-// safe tool metadata, the deadline and an opaque handle.
-//
-// # Concurrency
-//
-// Start returns at once; the tool runs on goroutines of the runtime. A
-// runtime calls its Reporter from at most one goroutine per Execution at a
-// time, so reports of one execution are ordered. Reporter methods are
-// synchronous: when one returns nil the report is durably committed. The
-// methods of Execution never block on the Reporter and may be called from
-// inside a Reporter method.
-//
-// # Lifecycle
-//
-//   - The gateway commits the task as running, then calls Start.
-//   - The runtime reports progress, input requests and exactly one terminal
-//     outcome (Complete, Fail or Cancelled).
-//   - An accepted input answer reaches the tool through Execution.Input; an
-//     accepted cancellation through Execution.Cancel, which is advisory: the
-//     tool may still complete or fail.
-//   - When the task settles for any other reason (deadline, shutdown), the
-//     gateway cancels the context given to Start; the runtime then stops the
-//     tool, and every later report is refused with ErrSettled.
-//   - Done is closed once the tool has stopped and nothing more will be
-//     reported; Diagnostics may then be logged.
-//
-// The three runtimes are builtin (demo tools compiled in), exec (a local
-// command per task, documented in docs/exec-runtime.md) and mcp (the
-// MCP bridge: tools/call, progress notifications as Progress, elicitation
-// as RequestInput, cancellation as notifications/cancelled, the whole
-// CallToolResult as Result.Raw, transport failure as a retryable Failure
-// with CodeUnavailable).
+// Start returns at once; reports of one execution are ordered, and a
+// Reporter method that returns nil has committed the report. The
+// concurrency rules and the lifecycle in full, and the three runtimes
+// (builtin, exec, mcp): docs/exec-runtime.md, "Behind every runtime".
 package runtime
 
 import (

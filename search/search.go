@@ -3,29 +3,14 @@
 // Gateway ProtoXEP (§"Agent Directory Search"), at the gateway JID, with
 // XEP-0004 forms and XEP-0059 paging.
 //
-// A get returns the search fields: instructions, the legacy <nick/> field
-// and the equivalent data form. A set searches with a submitted form or with
-// the legacy <nick/> alone, and is answered in kind: a multi-item result
-// form (with the <set/> outside it) or legacy <item/> elements. The nick
-// matches an endpoint's localpart, manifest name or title as a
-// case-insensitive substring after Unicode folding (db.SearchFold); an empty
-// nick lists every visible endpoint.
-//
-// Visibility is the directory's: the requester's policy.Scope, applied by
-// the store, so a hidden endpoint never appears in results nor in a count.
-// Results are ordered octetwise by bare JID, which is the RSM item ID, and
-// pages are capped like the directory's.
-//
-// Unknown fields are refused, not ignored: a form field other than
-// FORM_TYPE and nick, or a jabber:iq:search child other than <nick/>, gets
-// <not-acceptable/>, since silently dropping a criterion the requester
-// thought applied would return wrong results. A wrong FORM_TYPE is also
-// <not-acceptable/> (the submission is for another form). Malformed
-// requests (a form that is not a submission, no FORM_TYPE, a field without
-// var or given twice, several nick values, markup in a value, both a form
-// and legacy fields, no criterion at all, a malformed <set/>) get
-// <bad-request/>. Elements of other namespaces are ignored, as extensions
-// are.
+// A get returns the search fields (a legacy <nick/> and the equivalent
+// form); a set searches with either and is answered in kind. The nick
+// matches an endpoint's localpart, name or title as a case-insensitive
+// substring after Unicode folding (db.SearchFold). Visibility is the
+// directory's, so a hidden endpoint never appears in results nor in a
+// count. Unknown fields are refused, not ignored: dropping a criterion the
+// requester thought applied would return wrong results. The errors in
+// full: docs/gateway.md, "Directory search".
 package search
 
 import (

@@ -3,21 +3,11 @@
 // conditions (RFC 6120 section 8.3.3, with their types and XEP-0086
 // legacy codes) it answers with and reads others' errors by.
 //
-// The protocol packages (directory, search, legacy, api, task, adhoc,
-// ping) take a Request and return a result payload or one of the errors
-// below, possibly wrapped; the gateway turns any error into an error IQ
-// (gateway/dispatch.go, replyError), and the client decodes an error IQ
-// back into the same stanza.Error (Decode), so that both sides compare
-// conditions with errors.Is.
-//
-// # Text
-//
-// An error IQ carries the type and the condition, never a <text/>. Hidden
-// and nonexistent objects must fail with the same bytes, and a diagnostic
-// is where a detail of the request or of the store would leak; so a
-// package may keep a fixed text for its logs and tests (task.Error.Text),
-// but nothing sends it. This is what the gateway has always sent: the
-// golden stanzas under testdata/golden have no <text/>.
+// Handlers return a payload or one of these errors; the gateway turns it
+// into an error IQ and the client decodes it back (Decode), so both sides
+// compare conditions with errors.Is. An error IQ never carries a <text/>:
+// hidden and nonexistent objects must fail with the same bytes (why:
+// docs/gateway.md, "Stanza errors").
 package surface
 
 import (

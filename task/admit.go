@@ -36,19 +36,10 @@ type Prepared struct {
 }
 
 // Prepare runs the admission checks of "Invocation" that follow
-// authorization, against the manifest pinned by inv's api-version, in this
-// order:
-//
-//   - api-version other than man.Version, or a tool man does not have:
-//     <item-not-found/> (ErrNotFound);
-//   - a manifest hash other than man's: <conflict/> (stale metadata);
-//   - arguments that are not I-JSON: <not-acceptable/>, or
-//     <resource-constraint/> past Config.MaxArgumentBytes or the JSON
-//     limits;
-//   - arguments that do not satisfy the tool's input schema:
-//     <not-acceptable/>, or <resource-constraint/> when validating them
-//     would exceed the validation budget of package manifest
-//     (manifest.Limits.MaxValidationSteps, MaxUniqueItems).
+// authorization, against the manifest pinned by inv's api-version: version
+// and tool (<item-not-found/>), hash (<conflict/>), I-JSON and the input
+// schema (<not-acceptable/>, or <resource-constraint/> past a bound); in
+// full in docs/task-package.md, "Prepare".
 //
 // The gateway MUST have authorized from for man's endpoint and inv.Tool
 // before calling Prepare, so that no error here reveals anything to an

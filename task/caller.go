@@ -53,22 +53,12 @@ type InputOutcome struct {
 }
 
 // ProvideInput applies a <provide-input/> ("Interactive Input"). rec is
-// the input record of (req.TaskID, req.RequestID), or nil. In order:
-//
-//  1. the caller is authorized for the task, and the request ID is known
-//     for it, else <item-not-found/>;
-//  2. the input is canonicalized (not I-JSON: <not-acceptable/>; over
-//     Config.MaxInputBytes: <resource-constraint/>);
-//  3. an answer already accepted for this request: the identical tuple
-//     (expected revision, media type, canonical input) returns the
-//     original <input-accepted/>, anything else is <conflict/>; this
-//     happens before any expiry, revision or terminal check;
-//  4. a request that expired or was superseded: <conflict/>;
-//  5. timers at now: a due deadline settles the task, a due expiry
-//     re-issues or settles; then the answer is <conflict/>;
-//  6. an expected-revision other than the current one: <conflict/>;
-//  7. input not satisfying the pending schema: <not-acceptable/>;
-//  8. accepted: input_required → running, one status event.
+// the input record of (req.TaskID, req.RequestID), or nil. Authorization and
+// a known request come first, then canonical input, an answer replayed
+// (before any expiry, revision or terminal check), expiry, timers, the
+// expected revision and the pending schema; accepted, the task runs again
+// with one status event. The order in full: docs/task-package.md,
+// "ProvideInput".
 func (m *Machine) ProvideInput(t *Task, rec *InputRecord, caller, target jid.JID, req ProvideInput, now time.Time) (InputOutcome, error) {
 	if err := authorize(t, req.TaskID, caller, target, now); err != nil {
 		return InputOutcome{}, err
@@ -138,24 +128,13 @@ type CancelOutcome struct {
 	Replay bool
 }
 
-// Cancel applies a <cancel/> ("Cancellation and Deadlines"). In order:
-//
-//  1. the caller is authorized for the task, else <item-not-found/>;
-//  2. a reason over Config.MaxReasonBytes: <resource-constraint/>;
-//  3. a cancellation already accepted: the identical tuple (expected
-//     revision, reason presence, reason bytes) returns the original
-//     <cancel-accepted/>, anything else is <conflict/>; this happens
-//     before the revision, cancelling and terminal checks;
-//  4. a tool that does not declare supportsCancellation:
-//     <service-unavailable/>;
-//  5. timers at now (a due deadline settles the task);
-//  6. a terminal task: <conflict/>;
-//  7. an expected-revision other than the current one: <conflict/>;
-//  8. accepted: → cancelling, one status event. A pending input request
-//     is superseded. Cancellation stays advisory: the runtime may still
-//     complete or fail the task. If the task was never dispatched
-//     (state accepted before this step), the gateway confirms the
-//     cancellation at once with ConfirmCancel.
+// Cancel applies a <cancel/> ("Cancellation and Deadlines"): authorization
+// (<item-not-found/>), the reason's size, an accepted cancellation replayed
+// (identical: the original answer; else <conflict/>, before any other
+// check), supportsCancellation, timers, a terminal task or a stale revision
+// (<conflict/>); then cancelling, with one status event. Cancellation stays
+// advisory; a task never dispatched is confirmed at once (ConfirmCancel).
+// The order in full: docs/task-package.md, "Cancel".
 func (m *Machine) Cancel(t *Task, caller, target jid.JID, req Cancel, now time.Time) (CancelOutcome, error) {
 	if err := authorize(t, req.TaskID, caller, target, now); err != nil {
 		return CancelOutcome{}, err

@@ -8,12 +8,6 @@
 // *Error. It reads no clock, touches no store and sends nothing. The
 // gateway persists, sends and drives the runtimes (package runtime).
 //
-// The contracts a caller keeps are in docs/task-package.md: the order of
-// admission checks (authorization before anything reveals validity), the
-// persistence contract (every Step written in ONE transaction, its events
-// sent only after the commit, commands on one task serialized, Deadline
-// stored at nanosecond resolution), retention and purging, the timers
-// (Machine.Tick at Task.NextWake), restart, and the features to
-// advertise. Config bounds sizes, event counts and task lifetime; see the
-// Default constants.
+// The contracts a caller keeps (admission order, persistence, retention,
+// timers, restart) are in docs/task-package.md.
 package task

@@ -36,28 +36,10 @@ type FingerprintInput struct {
 }
 
 // Fingerprint computes the replay fingerprint: SHA-256 over the domain
-// string and then, in this order, each field as a 4-byte big-endian length
-// followed by its bytes:
-//
-//  1. the namespace "urn:xmpp:agent-task:0"
-//  2. the caller bare JID
-//  3. the target bare JID
-//  4. the request ID
-//  5. the tool name
-//  6. the API version
-//  7. the hash algorithm "sha-256"
-//  8. the 32 raw bytes of the manifest digest
-//  9. the arguments media type "application/json"
-//  10. the canonical arguments
-//  11. "1" and the canonical deadline (Instant.String) if a deadline was
-//     given, else "0" and nothing
-//  12. the number of security-relevant extensions, as 4 bytes: always 0.
-//     Version 0 defines none, and ParseInvoke rejects every unknown child
-//     element, so no extension can change the meaning of a request
-//     without changing this count.
-//
-// Length prefixes make the encoding injective: no two different inputs
-// produce the same byte string.
+// string and then each field of the request (namespace, caller, target,
+// request ID, tool, version, hash, arguments, deadline, extension count)
+// as a 4-byte big-endian length followed by its bytes, so the encoding is
+// injective. The field list: docs/task-package.md, "Replay fingerprint".
 func Fingerprint(in FingerprintInput) [32]byte {
 	h := sha256.New()
 	h.Write([]byte(fingerprintDomain))

@@ -36,30 +36,13 @@ type Admission struct {
 }
 
 // Invoke admits an <invoke/> sent by from to the endpoint to, under pol
-// (ProtoXEP "Invocation"; the order is package task's):
-//
-//  1. syntax (task.ParseInvoke): <bad-request/>;
-//  2. from's bare JID may invoke exactly this tool of this endpoint
-//     (policy [[policy.invoke]]), else <item-not-found/>, the same bytes
-//     as for an endpoint that does not exist; visibility is not required;
-//  3. the endpoint is active and has the pinned api-version, else
-//     <item-not-found/> (checked again in the admission's transaction);
-//     a tool that declares approvalRequired or requiredPermissions also
-//     needs a [[policy.approve]] grant (policy.Policy.Approved), else
-//     <item-not-found/> again: it fails closed, and an unapproved caller
-//     learns no more than an unauthorized one;
-//  4. the endpoint has a runtime, else <service-unavailable/>: an
-//     endpoint with an active manifest but no [[endpoint]] admits nothing;
-//  5. task.Machine.Prepare: tool (<item-not-found/>), stale hash
-//     (<conflict/>), I-JSON and input schema (<not-acceptable/>);
-//  6. task.Machine.Admit makes the new task (ID, deadline, retention) as
-//     of now, before the commit, so that the batch, which every
-//     admission shares, only reads and writes; then in one group commit:
-//     the endpoint is still active with that version, the replay record
-//     (an identical replay returns the original task, a different request
-//     under its ID is <conflict/>), and only without one a deadline already passed
-//     (<not-acceptable/>) or capacity (<resource-constraint/>), then the
-//     task row and its hold on the pinned version.
+// (ProtoXEP "Invocation"; the order is package task's): syntax, then
+// authorization of exactly this tool (else <item-not-found/>, the bytes of
+// a nonexistent endpoint), the active pinned version and approval grants
+// (failing closed), a runtime (else <service-unavailable/>), Prepare, and
+// Admit as of now, before the one group commit that checks the version
+// again, the replay record, the deadline and capacity, and inserts the task
+// with its version hold. The steps in full: docs/task-package.md, "Invoke".
 //
 // Invoke returns once the task and its replay record are durable.
 func (s *Service) Invoke(ctx context.Context, r surface.Request) (Admission, error) {

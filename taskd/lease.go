@@ -14,26 +14,12 @@ import (
 
 // Several gateways on one store (db/lease.go). Each Service has an
 // instance ID, made at New, and holds the tasks it admitted or claimed
-// under leases in the store:
-//
-//   - the lease loop renews them every LeaseRenew, to LeaseLapse past the
-//     store's now; a task it ran that it no longer holds (another gateway
-//     claimed it while this one could not renew) is dropped here, its
-//     execution stopped;
-//   - the same loop claims the tasks whose lease lapsed (their gateway
-//     died) and recovers each as a restart does (recover): resumed, or
-//     failed unavailable and retryable. A gateway of this machine whose
-//     process is gone is known dead at once: its tasks are claimed without
-//     waiting for the lapse;
-//   - only the holder commits a task's runtime reports, start and timers:
-//     those steps check the lease in their commit (mutateHeld), so a
-//     gateway that lost a task cannot change it any more;
-//   - a cancel or an input may reach any gateway. It is committed there as
-//     today and answered the same; if another gateway holds the task, the
-//     commit leaves a signal that the holder's signal loop, polling every
-//     SignalPoll, hands to its execution;
-//   - Close lets its leases lapse at once, so the next gateway (or the
-//     next start) takes the tasks up without waiting.
+// under leases in the store: the lease loop renews them and claims those
+// whose lease lapsed (or whose process on this machine is gone); only the
+// holder commits a task's reports, start and timers (mutateHeld); a cancel
+// or input reaching another gateway leaves a signal the holder polls; Close
+// lets the leases lapse at once. In full: docs/task-package.md, "Several
+// gateways".
 
 // Lease tunables.
 const (

@@ -5,44 +5,12 @@
 // It is the durable, concurrent form of the driver that package task
 // documents: every command is a task.Machine step applied to the committed
 // task and written whole in one group commit (db.GroupCommitter), and the
-// step's events are sent only after that commit.
+// step's events are sent only after that commit. Nothing holds a lock
+// across a commit.
 //
-// # Goroutines
-//
-//   - Callers (the gateway's IQ workers) and runtimes (through the Reporter
-//     of each execution) hand closures to the group committer and wait for
-//     their commit. Nothing holds a lock across a commit.
-//   - The committer runs batches: one IMMEDIATE transaction, one savepoint
-//     per closure (none for a closure alone), one fsync. After the commit it runs each step's hook in
-//     commit order: the events go to the notifier's queue, and the task's
-//     wake-up and execution follow its new state.
-//   - The notifier sends queued events one at a time, in commit order.
-//   - The timer loop keeps every running task in a heap by its next
-//     wake-up (deadline or input expiry) and arms one timer for the
-//     earliest; when it fires, each due task gets Machine.Tick.
-//   - The purge loop deletes, every purge interval, the terminal tasks
-//     whose retention has ended, with their events, inputs and version
-//     hold.
-//
-// # Admission
-//
-// Invoke follows the order of package task: syntax; authorization of the
-// sender for the endpoint and exact tool (nothing before it reveals
-// anything); the pinned manifest of an active endpoint; a runtime for the
-// endpoint (none: <service-unavailable/>, nothing admitted); Prepare; Admit
-// of the new task as of its receipt; and in one group commit the endpoint's
-// activity, the replay record (a replay or conflict wins over everything
-// after it), the insert and the version hold. The <accepted/> may be sent
-// once Invoke returns; Dispatch then commits running and starts the runtime.
-//
-// # Restart and several gateways
-//
-// Every task that is not terminal is held by one gateway under a lease
-// (lease.go). Start claims every task whose lease lapsed or whose gateway
-// is known gone, a previous run of this one included: a due timer settles it
-// first; a task still accepted is dispatched as if just admitted; any other
-// is resumed if its runtime can resume it, and otherwise settled failed
-// (unavailable, retryable) at the next revision, with its event.
+// Its goroutines (committer, notifier, timer and purge loops), the order of
+// admission, and restart with several gateways: docs/task-package.md,
+// "taskd".
 package taskd
 
 import (

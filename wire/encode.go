@@ -19,27 +19,16 @@ import (
 // end elements do not match its start elements.
 var ErrUnbalanced = errors.New("wire: unbalanced elements")
 
-// AppendXML appends the XML of the token stream r to dst, compactly:
+// AppendXML appends the XML of the token stream r to dst, compactly: a
+// namespace is declared only where it changes, other attribute namespaces
+// get prefixes ns1, ns2, …, declarations among the attributes are
+// re-derived from the names, empty elements self-close, and what XML does
+// not allow is written U+FFFD: nothing that is not XML is ever written.
+// The rules in full: docs/gateway.md, "Writing XML".
 //
-//   - A namespace is declared only where it changes: the top element gets
-//     xmlns if it has a Space, an element whose Space differs from its
-//     parent's gets xmlns (xmlns="" under a namespaced parent).
-//   - Attributes keep their order. One in the xml namespace is written
-//     xml:name; one in any other namespace gets a prefix ns1, ns2, …
-//     declared on its element.
-//   - Namespace declarations among the attributes (as a decoder reports
-//     them) are dropped and re-derived from the names.
-//   - Empty elements self-close; comments, processing instructions,
-//     directives and empty text are left out.
-//   - Values are in single quotes, escaped by AppendAttrValue; text by
-//     AppendText. A character that XML does not allow (or a byte that is not
-//     UTF-8) is written as U+FFFD, as encoding/xml does; nothing that is not
-//     XML is ever written.
-//
-// A top element without a Space inherits the default namespace of where the
-// bytes are written (jabber:component:accept inside a component's <iq>).
-// r is read to io.EOF; an end element that does not match its start is
-// ErrUnbalanced.
+// A top element without a Space inherits the default namespace of where
+// the bytes are written. r is read to io.EOF; an end element that does not
+// match its start is ErrUnbalanced.
 func AppendXML(dst []byte, r xml.TokenReader) ([]byte, error) {
 	// Stanzas nest a few levels: the stack starts on the goroutine's
 	// stack, not the heap.

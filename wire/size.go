@@ -8,23 +8,12 @@ import (
 )
 
 // MaxStanzaBytes bounds the wire size of every stanza the gateway sends,
-// measured after XML escaping (see BufferStanza). It fits under the stanza
-// size limits of the servers' defaults, with room for what a server adds
-// when it routes a stanza on (a namespace declaration, a <delay/>):
-//
-//   - Prosody 0.12: component_stanza_size_limit (defaults to
-//     s2s_stanza_size_limit) and s2s_stanza_size_limit are 512 KiB;
-//     c2s_stanza_size_limit, which bounds what a client sends, is 256 KiB
-//     (mod_component.lua, mod_s2s.lua, mod_c2s.lua).
-//   - ejabberd 23.01: the listener option max_stanza_size defaults to
-//     infinity for ejabberd_service, ejabberd_s2s_in and ejabberd_c2s; the
-//     shipped ejabberd.yml sets 524288 (512 KiB) on s2s_in and 262144 on
-//     c2s.
-//
-// A stanza we send passes a component stream and often an s2s stream, so
-// 512 KiB is the bound that matters; a client's c2s limit bounds what it
-// sends, not what it receives. A bigger stanza makes Prosody close the
-// component stream, losing every reply in flight.
+// measured after XML escaping (see BufferStanza). It fits under the 512
+// KiB that Prosody's and ejabberd's defaults allow on component and s2s
+// streams, with room for what a server adds when it routes a stanza on; a
+// bigger stanza makes Prosody close the component stream, losing every
+// reply in flight. The servers' settings: docs/gateway.md, "The stanza
+// size bound".
 const MaxStanzaBytes = 480 << 10
 
 // quoteEscapeLen is what the longest escape any of these servers writes

@@ -1,17 +1,13 @@
 // Package pgtest gives tests a PostgreSQL database of their own.
 //
 // If AGENTGW_TEST_POSTGRES names a URL, every database is created on that
-// server (its user needs CREATEDB). Otherwise, if Debian's postgresql
-// package is installed (/usr/lib/postgresql/*/bin/initdb), the first test
-// that asks starts a throwaway cluster: initdb in a temporary directory,
-// listening on 127.0.0.1 at a free port with its socket in that directory,
-// never the system service; as root it runs as the postgres user, which
-// initdb and postgres require, and the server dies with the test binary.
-// Stop it from TestMain. With neither, a test
-// that asks is skipped, or fails under AGENTGW_REQUIRE_SERVERS=1.
-//
-// The throwaway cluster runs with fsync off: the tests check what the store
-// commits, not the disk, and fsync is most of a commit's time here. Set
+// server (its user needs CREATEDB). Otherwise, if Debian's postgresql is
+// installed, the first test that asks starts a throwaway cluster (initdb
+// in a temporary directory, on 127.0.0.1 at a free port, never the system
+// service; as root it runs as postgres), which dies with the test binary
+// (stop it from TestMain). With neither, a test that asks is skipped, or
+// fails under AGENTGW_REQUIRE_SERVERS=1. The cluster runs with fsync off
+// (the tests check what the store commits, not the disk); set
 // AGENTGW_PGTEST_FSYNC=on for benchmarks that compare durable commits.
 package pgtest
 

@@ -2,19 +2,12 @@
 // processes (exec tools, stdio MCP servers) that a previous run of the
 // gateway started and did not live to stop.
 //
-// Every runtime process leads a process group of its own and gets a
-// parent-death signal, so it dies with the gateway; what it started
-// (grandchildren) stays in its group but gets no such signal. The gateway
-// records each group as it starts (Identify, db.RecordProcessGroup) and,
-// when it starts again, kills whatever is left of the recorded groups
-// (KillStale), before it recovers any task.
-//
-// A group is only killed if the gateway that started it no longer runs,
-// and if it is still the recorded one: same boot of the machine, and
-// members that started no earlier than the recorded leader and before the
-// current gateway. The kernel does not hand out a process
-// ID while a group of that number has members, so a group whose members
-// pass that test is the one recorded.
+// The gateway records each group as it starts (Identify,
+// db.RecordProcessGroup) and, when it starts again, kills whatever is
+// left of the recorded groups (KillStale) before it recovers any task. A
+// group is killed only if its gateway no longer runs and it is still the
+// recorded one; why that test suffices: docs/faults.md, "Stale process
+// groups".
 package procgroup
 
 import "time"

@@ -17,6 +17,10 @@ import (
 // _meta (MetaProtocolVersion and its siblings).
 const Current = "2026-07-28"
 
+// Version is the implementation version every face announces in
+// serverInfo.
+var Version = "dev"
+
 // ProtocolVersions are the MCP revisions every face serves, newest first.
 var ProtocolVersions = []string{Current, "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
 

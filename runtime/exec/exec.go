@@ -2,22 +2,14 @@
 // started per task, that speaks JSON lines on its standard input and
 // output (protocol agentgw-exec/0, specified in docs/exec-runtime.md).
 //
-// The gateway writes one invoke message (tool name, validated arguments,
-// safe tool metadata, deadline) and later input answers and cancellation
-// requests. The tool writes progress, input requests and one terminal
-// result, error or cancellation. Standard error is kept, bounded and
-// redacted, for the operator's log (runtime.Diagnostics); it never
-// reaches the caller.
-//
-// The command runs in its own process group, with a parent-death signal
-// on Linux and a minimal environment (PATH and LANG, plus Options.Env); the
-// group is recorded through Options.Tracker, so that what a gateway that
-// died left of it (grandchildren) is killed when the gateway starts again. On cancellation the tool is told and
-// given Options.Grace to finish; on the deadline, on settlement by the
-// gateway, or after a terminal report, its input is closed and it is
-// given the same grace. Then the group gets SIGTERM and, after
-// Options.KillGrace, SIGKILL. When the tool exits, whatever remains of its
-// process group is killed.
+// The gateway writes the invoke message, input answers and cancellation
+// requests; the tool writes progress, input requests and one terminal
+// report. Standard error is kept, bounded and redacted, for the operator's
+// log (runtime.Diagnostics); it never reaches the caller. The command runs
+// in its own process group, recorded (Options.Tracker) so that what a dead
+// gateway left of it is killed at the next start; how it is stopped
+// (Options.Grace, then SIGTERM and Options.KillGrace, then SIGKILL):
+// docs/exec-runtime.md, "Process" and "Ending".
 package exec
 
 import (

@@ -6,18 +6,11 @@
 // A Go program cannot run code between fork and exec, so a child is
 // started through the gateway's own binary: Wrap rewrites a command to
 // run `agentgw sandbox-exec` (Subcommand), which receives its Rules in
-// its environment (paths and limits only, never a secret; removed before
-// the tool starts), sets the resource limits and no_new_privs, restricts
-// itself with Landlock, and execs the tool. The restriction survives
-// execve and is inherited by everything the tool starts.
-//
-// The child may write only its work directory (with a private TMPDIR
-// inside it) and the Write paths; it may read and execute the system
-// (SystemRead) and the Read paths, minus every Protected path, which is
-// carved out of any grant that contains it. Landlock's scopes (ABI 6)
-// keep it from signalling the gateway or reaching its abstract unix
-// sockets; with Network false (ABI 4) it may not bind or connect TCP.
-// docs/deploy.md says what a tool can reach.
+// its environment (paths and limits only, never a secret), sets the
+// resource limits and no_new_privs, restricts itself with Landlock, and
+// execs the tool; the restriction is inherited by everything it starts.
+// What a tool may read, write and reach: docs/deploy.md, "What a tool can
+// reach".
 package sandbox
 
 import (

@@ -2,31 +2,14 @@
 // component stream, after its handshake) one top-level element at a time,
 // straight from a bufio.Reader into a wire.Element.
 //
-// It replaces, on the gateway's read loop, mellium's Serve over
-// encoding/xml's Decoder followed by wire.ReadElement, which copied every
-// token a second time. What it returns is what that pipeline returned: names
-// resolved to namespace URIs under the declarations of the stream header and
-// of the stanza, xmlns attributes kept in Attr as encoding/xml reports them,
-// the five predefined entities and character references decoded, "\r\n" and
-// "\r" read as "\n", CDATA sections as character data of their own, UTF-8 and
-// the XML Char production checked, and the same bounds (maxTokens tokens,
-// maxBytes bytes of character data, attribute values and names). The differential
-// fuzz test (FuzzReader) holds it to that.
-//
-// Comments, processing instructions and DTDs are refused as a stream error,
-// as mellium's stream reader refused them. One thing differs on purpose: an
-// element in the streams namespace nested inside a stanza is an ordinary
-// payload element here, where mellium took it for a stream-level element and
-// ended the stream; only a top-level one is stream level.
-//
-// Its own bounds, which encoding/xml does not have, differ on purpose too,
-// so that the cost of reading is bounded by the input's size and these
-// values: names count toward maxBytes (with AttrCost for each attribute),
-// an element has at most MaxAttrs attributes and MaxNSPerElement namespace
-// declarations, and at most MaxNSInScope are in scope; a <stream:error/>
-// past the bounds ends the stream (ErrStreamErrorTooLarge). FuzzReader's
-// model applies the same rules. Text between stanzas fails at its first
-// byte that is not whitespace, which changes when, not whether, it fails.
+// It replaces mellium's Serve over encoding/xml followed by
+// wire.ReadElement, which copied every token twice, and returns what that
+// pipeline returned (names resolved, entities decoded, the XML Char
+// production checked), under bounds that make the cost of reading linear
+// in the input: maxTokens, maxBytes, MaxAttrs, MaxNSPerElement,
+// MaxNSInScope. The differential fuzz test (FuzzReader) holds it to that.
+// What differs from mellium on purpose: docs/gateway.md, "Reading
+// stanzas".
 package stanzaread
 
 import (

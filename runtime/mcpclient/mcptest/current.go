@@ -16,17 +16,9 @@ import (
 // a minimal server side of the tasks extension io.modelcontextprotocol/tasks,
 // which the go-sdk lacks (tools/call answered with a task, tasks/get,
 // tasks/update, tasks/cancel), written here as a layer over the
-// connection.
-//
-// Tools:
-//
-//	greet     {}: asks for a name through MRTR (an input_required result),
-//	          then answers "Hello, NAME!"; the retry must echo the
-//	          requestState
-//	paint     {block}: an extension task (for a client that declares the
-//	          extension) that asks for a colour through tasks/get
-//	          inputRequests and tasks/update, then completes with
-//	          "painted COLOUR"; with block it then waits until cancelled
+// connection. Its tools, greet (input through MRTR) and paint (an
+// extension task asking through tasks/update): docs/mcp.md, "The fixture
+// tools".
 type Current struct {
 	srv    *sdk.Server
 	notify chan string

@@ -3,24 +3,10 @@
 // layer for what the go-sdk lacks on the server side (execution in
 // tools/list, MCP Tasks, raw URL-mode elicitation).
 //
-// Tools (tools/list is paginated, PageSize tools per page):
-//
-//	echo            text + structuredContent + _meta; declares icons
-//	fail            an isError=true result
-//	bad-output      structuredContent that breaks its outputSchema
-//	progress        {steps, block}: progress notifications, then a result
-//	                or (block) waits until cancelled
-//	ask             form elicitation; returns the action and answer
-//	ask-legacy      form elicitation with legacy enum/enumNames
-//	ask-url         URL-mode elicitation (sent raw)
-//	draft07         draft-07 input schema with an exact translation
-//	untranslatable  draft-07 schema using $defs (none)
-//	lookbehind      2020-12 schema with an RE2-incompatible pattern
-//	crash           exits the process mid-call (only with Crashable)
-//	env             {name}: "true:VALUE" or "false:" (only with Crashable)
-//	research        execution.taskSupport "required": an MCP task with
-//	                status messages and, if ambiguous, elicitation
-//	slow-task       an MCP task that runs until cancelled
+// Its tools (echo, fail, bad-output, progress, ask, ask-legacy, ask-url,
+// draft07, untranslatable, lookbehind, crash, env, research, slow-task;
+// tools/list is paginated, PageSize tools per page) and what each covers:
+// docs/mcp.md, "The fixture tools".
 package mcptest
 
 import (

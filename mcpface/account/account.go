@@ -1,4 +1,4 @@
-package mcpface
+package account
 
 import (
 	"context"
@@ -105,8 +105,8 @@ type Events interface {
 	MessageQueued(st Stored, dropped []string)
 }
 
-// AccountOptions configure an Account.
-type AccountOptions struct {
+// Options configure an Account.
+type Options struct {
 	// JID is the account's bare JID; Password its password.
 	JID      jid.JID
 	Password string
@@ -138,11 +138,10 @@ type AccountOptions struct {
 // sends initial presence, answers roster pushes, queues received messages,
 // and reconnects with capped, jittered backoff.
 type Account struct {
-	opts   AccountOptions
+	opts   Options
 	events Events
 	// taskEvents receives the lifecycle messages of agent tasks
-	// (agents.go), parsed and as received, with the task ID of their
-	// first event; they are never queued as messages.
+	// (SetTaskEvents).
 	taskEvents func(el wire.Element, taskID string, size int)
 
 	mu       sync.Mutex
@@ -154,8 +153,8 @@ type Account struct {
 	in *ingest // the filter and writer of received messages (ingest.go)
 }
 
-// NewAccount returns an account that is not connected yet (see Run).
-func NewAccount(opts AccountOptions) *Account {
+// New returns an account that is not connected yet (see Run).
+func New(opts Options) *Account {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
@@ -176,6 +175,12 @@ func (a *Account) JID() jid.JID { return a.opts.JID }
 
 // SetEvents sets the receiver of change events; call it before Run.
 func (a *Account) SetEvents(e Events) { a.events = e }
+
+// SetTaskEvents sets the receiver of the lifecycle messages of agent
+// tasks (mcpface's agents): parsed and as received, with the task ID of
+// their first event, and their size as received. They are never
+// queued as messages. Call it before Run.
+func (a *Account) SetTaskEvents(f func(el wire.Element, taskID string, size int)) { a.taskEvents = f }
 
 // Run keeps the account logged in until ctx ends.
 func (a *Account) Run(ctx context.Context) {
@@ -670,4 +675,25 @@ func (a *Account) answerSubscription(ctx context.Context, bare string, accept bo
 	a.mu.Unlock()
 	a.changed(bare)
 	return nil
+}
+
+// IQ implements agentclient.Conn over the account's current stream;
+// while it is down the answer is unknown (ErrNotConnected), which a
+// retrying request treats as lost.
+func (a *Account) IQ(ctx context.Context, typ, to, payload string) (string, error) {
+	cl, err := a.connected()
+	if err != nil {
+		return "", err
+	}
+	return cl.IQ(ctx, typ, to, payload)
+}
+
+// IQElement implements agentclient.ElementConn: the same IQ as token
+// streams, not written out as text and parsed back.
+func (a *Account) IQElement(ctx context.Context, typ, to string, payload xml.TokenReader) (wire.Element, error) {
+	cl, err := a.connected()
+	if err != nil {
+		return wire.Element{}, err
+	}
+	return cl.IQElement(ctx, typ, to, payload)
 }

@@ -1,4 +1,4 @@
-package mcpface_test
+package account_test
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	"agentgw/internal/harness"
 	"agentgw/internal/pgtest"
 	"agentgw/internal/testwait"
-	"agentgw/mcpface"
+	"agentgw/mcpface/account"
 
 	"mellium.im/xmpp/jid"
 )
@@ -91,8 +91,8 @@ func TestKeepaliveDropsSilentStream(t *testing.T) {
 	}()
 
 	log := &logBuf{}
-	store := openStore(t, pgtest.Location(t, filepath.Join(t.TempDir(), "mcp.db")))
-	acct := mcpface.NewAccount(mcpface.AccountOptions{
+	store, _ := openStore(t, pgtest.Location(t, filepath.Join(t.TempDir(), "mcp.db")))
+	acct := account.New(account.Options{
 		JID: jid.MustParse("keep@" + e.HomeDomain), Password: "keeppw", Server: ln.Addr().String(),
 		QueueMax: 10, Store: store, Log: slog.New(slog.NewTextHandler(log, nil)),
 		PingInterval: 200 * time.Millisecond, PingTimeout: 500 * time.Millisecond,

@@ -1,4 +1,4 @@
-package mcpface
+package account
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 // whatever has gathered in one transaction, so a flood costs one fsync
 // per batch and roster pushes and task events never wait on the disk.
 
-// The values of AccountOptions.AcceptFrom.
+// The values of Options.AcceptFrom.
 const (
 	AcceptSubscribed = "subscribed"
 	AcceptRoster     = "roster"

@@ -1,4 +1,4 @@
-package mcpface
+package account
 
 import (
 	"encoding/xml"

@@ -1,4 +1,4 @@
-package mcpface
+package account
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"agentgw/db"
 	"agentgw/internal/pgtest"
 	"agentgw/metrics"
 	"agentgw/wire"
@@ -15,18 +16,19 @@ import (
 	"mellium.im/xmpp/jid"
 )
 
-func ingestAccount(t *testing.T, opts AccountOptions) (*Account, *Store) {
+func ingestAccount(t *testing.T, opts Options) (*Account, *Store) {
 	t.Helper()
-	store, err := OpenStore(context.Background(), pgtest.Location(t, filepath.Join(t.TempDir(), "mcp.db")))
+	d, err := db.Open(context.Background(), pgtest.Location(t, filepath.Join(t.TempDir(), "mcp.db")))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { store.Close() })
+	t.Cleanup(func() { d.Close() })
+	store := NewStore(d)
 	opts.JID, opts.Store = jid.MustParse("carol@home.example"), store
 	if opts.QueueMax == 0 {
 		opts.QueueMax = 1000
 	}
-	a := NewAccount(opts)
+	a := New(opts)
 	for bare, sub := range map[string]string{"dave@remote.example": "both", "erin@remote.example": "to", "frank@remote.example": "none"} {
 		a.contacts[bare] = &Contact{BareJid: bare, InRoster: true, Subscription: sub, Groups: []string{}}
 	}
@@ -76,7 +78,7 @@ func TestAcceptFrom(t *testing.T) {
 		AcceptAnyone: {"dave@remote.example": 2, "erin@remote.example": 2, "frank@remote.example": 2, "bob@stranger.example": 2, "carol@home.example": 2, "err@remote.example": 1},
 	} {
 		t.Run("accept_from="+mode, func(t *testing.T) {
-			a, store := ingestAccount(t, AccountOptions{AcceptFrom: mode})
+			a, store := ingestAccount(t, Options{AcceptFrom: mode})
 			runWriter(t, a)
 			before := metrics.MCPMessagesRefused.Value(refusedSender)
 			for _, from := range []string{"dave@remote.example", "erin@remote.example", "frank@remote.example", "bob@stranger.example", "carol@home.example"} {
@@ -109,7 +111,7 @@ func TestAcceptFrom(t *testing.T) {
 // a subscribed contact's are, and the session never waits: with no writer
 // running, offering them all takes no disk at all.
 func TestStrangerFloodNotQueued(t *testing.T) {
-	a, store := ingestAccount(t, AccountOptions{SenderRate: 1, SenderBurst: 20})
+	a, store := ingestAccount(t, Options{SenderRate: 1, SenderBurst: 20})
 	// No writer runs yet: had offering waited for the disk, this would
 	// never return (a bound in seconds here would fail on a busy machine).
 	for i := range 300 {
@@ -134,7 +136,7 @@ func TestStrangerFloodNotQueued(t *testing.T) {
 // TestSenderRateAndBytes: past the sender's rate nothing more is queued,
 // and queue_max_bytes bounds the queue (the newest kept).
 func TestSenderRateAndBytes(t *testing.T) {
-	a, store := ingestAccount(t, AccountOptions{SenderRate: 1, SenderBurst: 20, QueueMaxBytes: 64 << 10})
+	a, store := ingestAccount(t, Options{SenderRate: 1, SenderBurst: 20, QueueMaxBytes: 64 << 10})
 	runWriter(t, a)
 	start := time.Now()
 	for i := range 300 {

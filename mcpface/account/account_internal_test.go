@@ -1,4 +1,4 @@
-package mcpface
+package account
 
 import (
 	"fmt"
@@ -22,7 +22,7 @@ func feedPresence(t *testing.T, a *Account, xml string) {
 // oldest forgotten), a resource that goes unavailable is forgotten, and
 // the resources of one contact are capped.
 func TestPresenceBounded(t *testing.T) {
-	a := NewAccount(AccountOptions{JID: jid.MustParse("alice@example.org")})
+	a := New(Options{JID: jid.MustParse("alice@example.org")})
 	a.contacts["friend@example.org"] = &Contact{BareJid: "friend@example.org", InRoster: true, Subscription: "both", Groups: []string{}}
 	for i := range maxPendingStrangers + 10 {
 		feedPresence(t, a, fmt.Sprintf(`<presence xmlns="jabber:client" from="s%d@spam.example" type="subscribe"/>`, i))

@@ -1,10 +1,10 @@
-package mcpface_test
+package account_test
 
 import (
 	"net/url"
 	"testing"
 
-	"agentgw/mcpface"
+	"agentgw/mcpface/account"
 )
 
 func TestContactURI(t *testing.T) {
@@ -17,20 +17,20 @@ func TestContactURI(t *testing.T) {
 		{"example.org", "xmpp:example.org"},
 	}
 	for _, c := range cases {
-		got := mcpface.ContactURI(c.bare)
+		got := account.ContactURI(c.bare)
 		if got != c.uri {
 			t.Errorf("ContactURI(%q) = %q, want %q", c.bare, got, c.uri)
 		}
 		if _, err := url.Parse(got); err != nil {
 			t.Errorf("%q does not parse: %v", got, err)
 		}
-		back, ok := mcpface.ParseContactURI(got)
+		back, ok := account.ParseContactURI(got)
 		if !ok || back != c.bare {
 			t.Errorf("ParseContactURI(%q) = %q %v", got, back, ok)
 		}
 	}
 	for _, bad := range []string{"mid:x", "xmpp:a@b/c", "xmpp:%zz@b", "xmpp:a@b%2Fc", "xmpp:"} {
-		if j, ok := mcpface.ParseContactURI(bad); ok {
+		if j, ok := account.ParseContactURI(bad); ok {
 			t.Errorf("ParseContactURI(%q) = %q", bad, j)
 		}
 	}

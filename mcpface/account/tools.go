@@ -1,4 +1,4 @@
-package mcpface
+package account
 
 import (
 	"context"
@@ -62,7 +62,7 @@ type tool struct {
 	args                 []arg
 	// message is true for tools returning a MessageResponse.
 	message bool
-	run     func(s *Server, ctx context.Context, a Args) any
+	run     func(s *Face, ctx context.Context, a Args) any
 }
 
 // tools is the interface: the seed's ten tools, then ours.
@@ -71,7 +71,7 @@ var tools = []tool{
 		name: "AcceptPresenceSubscription", title: "Accept presence subscription", scope: scope.PresenceAccept,
 		desc: "Accept a pending request from another user to subscribe to this account's presence.",
 		args: []arg{{name: "From", kind: kindString, required: true, desc: "Bare JID of the user whose presence subscription request is accepted."}},
-		run:  (*Server).acceptSubscription,
+		run:  (*Face).acceptSubscription,
 	},
 	{
 		name: "AddToRoster", title: "Add to roster", scope: scope.RosterAdd,
@@ -81,13 +81,13 @@ var tools = []tool{
 			{name: "NickName", kind: kindString, desc: "Nick name of the contact, if any."},
 			{name: "Groups", kind: kindStrings, desc: "Roster groups of the contact, if any."},
 		},
-		run: (*Server).addToRoster,
+		run: (*Face).addToRoster,
 	},
 	{
 		name: "DeclinePresenceSubscription", title: "Decline presence subscription", scope: scope.PresenceDecline,
 		desc: "Decline a pending request from another user to subscribe to this account's presence.",
 		args: []arg{{name: "From", kind: kindString, required: true, desc: "Bare JID of the user whose presence subscription request is declined."}},
-		run:  (*Server).declineSubscription,
+		run:  (*Face).declineSubscription,
 	},
 	{
 		name: "GetMessage", title: "Get message", scope: scope.MessageGet, destroys: true, message: true,
@@ -96,30 +96,30 @@ var tools = []tool{
 			{name: "MessageId", kind: kindString, required: true, desc: "The message identifier, or its mid: resource URI."},
 			{name: "Remove", kind: kindBool, def: false, desc: "Remove the message from the received messages."},
 		},
-		run: (*Server).getMessage,
+		run: (*Face).getMessage,
 	},
 	{
 		name: "PopMessage", title: "Pop message", scope: scope.MessageGet, destroys: true, message: true,
 		desc: "Get the oldest received message and remove it from the received messages.",
-		run:  (*Server).popMessage,
+		run:  (*Face).popMessage,
 	},
 	{
 		name: "RemoveFromRoster", title: "Remove from roster", scope: scope.RosterRemove, destroys: true,
 		desc: "Remove a contact from this account's roster (which also ends presence subscriptions both ways).",
 		args: []arg{{name: "BareJid", kind: kindString, required: true, desc: "Bare JID of the contact to remove."}},
-		run:  (*Server).removeFromRoster,
+		run:  (*Face).removeFromRoster,
 	},
 	{
 		name: "RequestPresenceSubscription", title: "Request presence subscription", scope: scope.PresenceSubscribe, idempotent: true,
 		desc: "Ask another user for a subscription to their presence.",
 		args: []arg{{name: "To", kind: kindString, required: true, desc: "Bare JID of the user asked."}},
-		run:  (*Server).requestSubscription,
+		run:  (*Face).requestSubscription,
 	},
 	{
 		name: "RequestPresenceUnsubscription", title: "Request presence unsubscription", scope: scope.PresenceUnsubscribe, destroys: true, idempotent: true,
 		desc: "End this account's subscription to another user's presence.",
 		args: []arg{{name: "To", kind: kindString, required: true, desc: "Bare JID of the user whose presence this account no longer follows."}},
-		run:  (*Server).requestUnsubscription,
+		run:  (*Face).requestUnsubscription,
 	},
 	{
 		name: "SendChatMessage", title: "Send chat message", scope: scope.MessageSend,
@@ -130,7 +130,7 @@ var tools = []tool{
 			{name: "IsMarkdown", kind: kindBool, def: false, desc: "The message is Markdown (true) or plain text (false)."},
 			{name: "Language", kind: kindString, desc: "Language of the message (ISO 639 code or BCP 47 tag), if known."},
 		},
-		run: (*Server).sendChatMessage,
+		run: (*Face).sendChatMessage,
 	},
 	{
 		name: "UpdateRosterItem", title: "Update roster item", scope: scope.RosterUpdate, destroys: true, idempotent: true,
@@ -140,18 +140,18 @@ var tools = []tool{
 			{name: "NickName", kind: kindString, desc: "New nick name; an empty string removes it."},
 			{name: "Groups", kind: kindStrings, desc: "New roster groups; an empty list removes them all."},
 		},
-		run: (*Server).updateRosterItem,
+		run: (*Face).updateRosterItem,
 	},
 	{
 		name: "WaitForMessage", title: "Wait for message", scope: scope.MessageGet, readOnly: true, idempotent: true, message: true,
 		desc: "Wait until a message is received, then return the oldest received message without removing it. Fails at the timeout if none arrives.",
 		args: []arg{{name: "TimeoutSeconds", kind: kindInt, def: DefaultWaitSeconds, desc: fmt.Sprintf("How long to wait, in seconds (1 to %d).", MaxWaitSeconds)}},
-		run:  (*Server).waitForMessage,
+		run:  (*Face).waitForMessage,
 	},
 }
 
-// toolScope returns the scope a tool needs, or "" for an unknown tool.
-func toolScope(name string) string {
+// ToolScope returns the scope a seed tool needs, or "" for an unknown tool.
+func ToolScope(name string) string {
 	for _, t := range tools {
 		if t.name == name {
 			return t.scope
@@ -347,7 +347,7 @@ func (t tool) decode(raw json.RawMessage) (Args, error) {
 }
 
 // handler is the MCP handler of t.
-func (s *Server) handler(t tool) mcp.ToolHandler {
+func (s *Face) handler(t tool) mcp.ToolHandler {
 	return ToolDef{t}.Handler(func(ctx context.Context, req *mcp.CallToolRequest, a Args) any {
 		if t.name == "WaitForMessage" {
 			done, ok := s.limits.StartWait(req)
@@ -433,7 +433,7 @@ func ok(format string, args ...any) GenericResponse {
 
 // bareJID parses an argument that must be a bare JID other than the
 // account's own.
-func (s *Server) bareJID(name, v string) (string, error) {
+func (s *Face) bareJID(name, v string) (string, error) {
 	j, err := jid.Parse(v)
 	switch {
 	case v == "":
@@ -450,16 +450,16 @@ func (s *Server) bareJID(name, v string) (string, error) {
 	return j.Bare().String(), nil
 }
 
-func (s *Server) acceptSubscription(ctx context.Context, a Args) any {
+func (s *Face) acceptSubscription(ctx context.Context, a Args) any {
 	return s.answerSubscription(ctx, a, true)
 }
 
-func (s *Server) declineSubscription(ctx context.Context, a Args) any {
+func (s *Face) declineSubscription(ctx context.Context, a Args) any {
 	return s.answerSubscription(ctx, a, false)
 }
 
 // answerSubscription accepts or declines the pending request of From.
-func (s *Server) answerSubscription(ctx context.Context, a Args, accept bool) any {
+func (s *Face) answerSubscription(ctx context.Context, a Args, accept bool) any {
 	from, err := s.bareJID("From", a.Str("From"))
 	if err != nil {
 		return fail("%v", err)
@@ -477,7 +477,7 @@ func (s *Server) answerSubscription(ctx context.Context, a Args, accept bool) an
 	return ok("presence subscription of %s accepted", from)
 }
 
-func (s *Server) requestSubscription(ctx context.Context, a Args) any {
+func (s *Face) requestSubscription(ctx context.Context, a Args) any {
 	to, err := s.bareJID("To", a.Str("To"))
 	if err != nil {
 		return fail("%v", err)
@@ -491,7 +491,7 @@ func (s *Server) requestSubscription(ctx context.Context, a Args) any {
 	return ok("presence subscription requested from %s", to)
 }
 
-func (s *Server) requestUnsubscription(ctx context.Context, a Args) any {
+func (s *Face) requestUnsubscription(ctx context.Context, a Args) any {
 	to, err := s.bareJID("To", a.Str("To"))
 	if err != nil {
 		return fail("%v", err)
@@ -547,7 +547,7 @@ func presence(typ, to string) xml.TokenReader {
 	return wire.Elem(xml.Name{Local: "presence"}, []xml.Attr{wire.Attr("type", typ), wire.Attr("to", to)})
 }
 
-func (s *Server) addToRoster(ctx context.Context, a Args) any {
+func (s *Face) addToRoster(ctx context.Context, a Args) any {
 	bare, err := s.bareJID("BareJid", a.Str("BareJid"))
 	if err != nil {
 		return fail("%v", err)
@@ -569,7 +569,7 @@ func (s *Server) addToRoster(ctx context.Context, a Args) any {
 	return ok("%s added to the roster", bare)
 }
 
-func (s *Server) updateRosterItem(ctx context.Context, a Args) any {
+func (s *Face) updateRosterItem(ctx context.Context, a Args) any {
 	bare, err := s.bareJID("BareJid", a.Str("BareJid"))
 	if err != nil {
 		return fail("%v", err)
@@ -595,7 +595,7 @@ func (s *Server) updateRosterItem(ctx context.Context, a Args) any {
 	return ok("%s updated in the roster", bare)
 }
 
-func (s *Server) removeFromRoster(ctx context.Context, a Args) any {
+func (s *Face) removeFromRoster(ctx context.Context, a Args) any {
 	bare, err := s.bareJID("BareJid", a.Str("BareJid"))
 	if err != nil {
 		return fail("%v", err)
@@ -616,7 +616,7 @@ var langTag = regexp.MustCompile(`^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*$`)
 // Language must be.
 func LanguageTag(s string) bool { return langTag.MatchString(s) }
 
-func (s *Server) sendChatMessage(ctx context.Context, a Args) any {
+func (s *Face) sendChatMessage(ctx context.Context, a Args) any {
 	to, msg := a.Str("To"), a.Str("Message")
 	j, err := jid.Parse(to)
 	switch {
@@ -663,7 +663,7 @@ func (st Stored) response(msg string) MessageResponse {
 	return m
 }
 
-func (s *Server) getMessage(ctx context.Context, a Args) any {
+func (s *Face) getMessage(ctx context.Context, a Args) any {
 	raw := a.Str("MessageId")
 	id, valid := messageID(raw)
 	if !valid {
@@ -690,7 +690,7 @@ func (s *Server) getMessage(ctx context.Context, a Args) any {
 	return st.response("message found")
 }
 
-func (s *Server) popMessage(ctx context.Context, _ Args) any {
+func (s *Face) popMessage(ctx context.Context, _ Args) any {
 	st, err := s.store.Take(ctx, s.acct.JID().String(), "")
 	if errors.Is(err, ErrNotFound) {
 		return MessageResponse{Message: "no message has been received"}
@@ -702,7 +702,7 @@ func (s *Server) popMessage(ctx context.Context, _ Args) any {
 	return st.response("oldest message removed from the received messages")
 }
 
-func (s *Server) waitForMessage(ctx context.Context, a Args) any {
+func (s *Face) waitForMessage(ctx context.Context, a Args) any {
 	secs := a.Int("TimeoutSeconds")
 	if secs < 1 || secs > MaxWaitSeconds {
 		return MessageResponse{Message: fmt.Sprintf("TimeoutSeconds must be between 1 and %d", MaxWaitSeconds)}
