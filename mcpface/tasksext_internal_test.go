@@ -10,6 +10,7 @@ import (
 
 	"agentgw/internal/pgtest"
 	"agentgw/manifest"
+	"agentgw/mcpface/account"
 	"agentgw/mcpface/layer"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -28,7 +29,7 @@ func TestExtTasksTaskSupport(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	acct := NewAccount(AccountOptions{JID: jid.MustParse("alice@example.org"), Store: store, QueueMax: 10})
+	acct := account.New(account.Options{JID: jid.MustParse("alice@example.org"), Store: store.Store, QueueMax: 10})
 	s, err := New(ctx, acct, store, Options{})
 	if err != nil {
 		t.Fatal(err)
