@@ -25,6 +25,7 @@ import (
 	"sync"
 	"time"
 
+	"agentgw/db/internal/migrate"
 	"agentgw/internal/privfile"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
@@ -38,7 +39,7 @@ const (
 
 	// busyTimeoutMillis is how long a connection waits for a lock held by
 	// another connection or process before failing with SQLITE_BUSY.
-	busyTimeoutMillis = "10000"
+	busyTimeoutMillis = migrate.BusyTimeoutMillis
 )
 
 // writerDSN is the query string of every writer connection. synchronous=FULL
@@ -147,10 +148,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 
 	// Migrate before the readers connect: the first writer connection is
 	// the one that turns a new file into a WAL database.
-	migration, legacy, err := convertLegacyMCP(ctx, writer, path)
-	if err == nil && !legacy {
-		migration, err = migrate(ctx, writer, path)
-	}
+	migration, err := migrate.SQLite(ctx, writer, path)
 	if err != nil {
 		writer.Close()
 		return nil, err
@@ -193,6 +191,16 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		migration:       migration,
 	}, nil
 }
+
+// Migration says what Open did to a database's schema. From equals To when
+// the schema was already current; From is 0 for a new file. Backup is the
+// copy of a SQLite file taken before its schema changed, or "".
+type Migration = migrate.Migration
+
+// SchemaVersions are the schema versions this binary writes: SQLite's and
+// PostgreSQL's. Gateways sharing a store may be upgraded one at a time only
+// between binaries that print the same (docs/deploy.md).
+func SchemaVersions() (sqlite, postgres int) { return migrate.Versions() }
 
 // Migrated says what Open did to the schema, and where it put the backup it
 // took before changing an existing one: the caller logs it.

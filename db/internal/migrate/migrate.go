@@ -1,4 +1,9 @@
-package db
+// Package migrate holds the schema of each of the store's engines and
+// brings a database to it: schema.sql and its migrations for SQLite
+// (keyed by PRAGMA user_version, the file backed up before it changes),
+// schema_pg.sql and its migrations for PostgreSQL, and the conversion of
+// the old `agentgw mcp` file. Only package db calls it, at Open.
+package migrate
 
 import (
 	"context"
@@ -516,8 +521,7 @@ const maxBackupSuffix = 99
 
 // Schema is one SQLite database's schema, as the one migration runner
 // (Schema.Migrate) keeps it: the gateway's (schema.sql and migrations
-// above) and the store of `agentgw mcp` (mcpface/store.go) follow the
-// same rules.
+// above; the files they name are package db's).
 type Schema struct {
 	// Name names the database in errors ("db", "mcp store").
 	Name string
@@ -533,10 +537,16 @@ type Schema struct {
 // gatewaySchema is the gateway's database.
 var gatewaySchema = Schema{Name: "db", Create: schema, Migrations: migrations}
 
-// migrate brings the gateway's database at path, behind writer, to
-// len(migrations).
-func migrate(ctx context.Context, writer *sql.DB, path string) (Migration, error) {
-	return gatewaySchema.Migrate(ctx, writer, path)
+// SQLite brings the store's SQLite database at path, behind writer (its
+// first connection, which makes a new file a WAL database), to the current
+// schema: a file of the old `agentgw mcp` store is converted (legacy.go),
+// any other migrated by Schema.Migrate.
+func SQLite(ctx context.Context, writer *sql.DB, path string) (Migration, error) {
+	migration, legacy, err := convertLegacyMCP(ctx, writer, path)
+	if err == nil && !legacy {
+		migration, err = gatewaySchema.Migrate(ctx, writer, path)
+	}
+	return migration, err
 }
 
 // Version is the schema version this binary writes.
@@ -617,7 +627,7 @@ func preMigrationBackup(ctx context.Context, name, path string, to int) (string,
 		} else if !errors.Is(err, os.ErrNotExist) {
 			return "", fmt.Errorf("%s: migrate: backup: %w", name, err)
 		}
-		if err := backupFile(ctx, path, dest); err != nil {
+		if err := BackupFile(ctx, path, dest); err != nil {
 			return "", fmt.Errorf("%s: migrate: backup before schema version %d: %w", name, to, err)
 		}
 		return dest, nil
@@ -648,7 +658,6 @@ func checkForeignKeys(ctx context.Context, name string, tx *sql.Tx) error {
 	return nil
 }
 
-// SchemaVersions are the schema versions this binary writes: SQLite's and
-// PostgreSQL's. Gateways sharing a store may be upgraded one at a time only
-// between binaries that print the same (docs/deploy.md).
-func SchemaVersions() (sqlite, postgres int) { return len(migrations), len(pgMigrations) }
+// Versions are the schema versions this binary writes: SQLite's and
+// PostgreSQL's.
+func Versions() (sqlite, postgres int) { return len(migrations), len(pgMigrations) }
