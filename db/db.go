@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"agentgw/db/internal/migrate"
+	"agentgw/db/internal/pg"
 	"agentgw/internal/privfile"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
@@ -127,7 +128,7 @@ type Store struct {
 // A path that is a postgres:// or postgresql:// URL opens that PostgreSQL
 // database instead (postgres.go).
 func Open(ctx context.Context, path string) (*Store, error) {
-	if isPostgresURL(path) {
+	if pg.IsURL(path) {
 		return openPostgres(ctx, path)
 	}
 	if path == "" || strings.ContainsRune(path, '?') {
@@ -238,7 +239,7 @@ func (s *Store) Close() error {
 // transaction moves on (postgres.go).
 func (s *Store) DataVersion(ctx context.Context) (int64, error) {
 	if s.pg {
-		return s.pgGeneration(ctx)
+		return pg.Generation(ctx, s.reader)
 	}
 	s.dataVersionMu.Lock()
 	defer s.dataVersionMu.Unlock()
@@ -277,7 +278,7 @@ func (s *Store) beginWriteTx(ctx context.Context) (*txn, error) {
 	if s.pg {
 		t.write = true
 		t.ctx = ctx
-		if err := pgLockWrites(ctx, tx); err != nil {
+		if err := pg.LockWrites(ctx, tx); err != nil {
 			tx.Rollback()
 			return nil, err
 		}

@@ -3,8 +3,8 @@ package db
 import (
 	"context"
 	"database/sql"
-	"fmt"
 
+	"agentgw/db/internal/pg"
 	"agentgw/db/internal/storetx"
 )
 
@@ -51,36 +51,11 @@ func (t subTx) QueryRow(ctx context.Context, query string, args ...any) *sql.Row
 func (t subTx) Commit() error { return t.t.commit() }
 func (t subTx) Rollback()     { t.t.rollback() }
 
-// ResetIdentities moves every identity column's sequence past the rows
-// copied with explicit values, so that the next insert does not collide
-// with them. SQLite's INTEGER PRIMARY KEY needs nothing.
+// ResetIdentities moves PostgreSQL's identity sequences past the copied
+// rows; SQLite's INTEGER PRIMARY KEY needs nothing.
 func (t subTx) ResetIdentities(ctx context.Context) error {
 	if !t.t.pg {
 		return nil
 	}
-	rows, err := t.t.tx.QueryContext(ctx, `SELECT table_name, column_name FROM information_schema.columns
-		WHERE table_schema = current_schema() AND is_identity = 'YES'`)
-	if err != nil {
-		return err
-	}
-	var idents [][2]string
-	for rows.Next() {
-		var tc [2]string
-		if err := rows.Scan(&tc[0], &tc[1]); err != nil {
-			rows.Close()
-			return err
-		}
-		idents = append(idents, tc)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	for _, tc := range idents {
-		q := `SELECT setval(pg_get_serial_sequence($1, $2), coalesce((SELECT max(` + tc[1] + `) FROM ` + tc[0] + `), 0) + 1, false)`
-		if _, err := t.t.tx.ExecContext(ctx, q, tc[0], tc[1]); err != nil {
-			return fmt.Errorf("%s.%s: %w", tc[0], tc[1], err)
-		}
-	}
-	return nil
+	return pg.ResetIdentities(ctx, t.t.tx)
 }

@@ -12,6 +12,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+
+	_ "agentgw/db/internal/searchtext" // the SQL functions of the search triggers
 )
 
 // schema is the current schema, run on a fresh database.
