@@ -28,9 +28,10 @@ var schema string
 // empty file, which gets schema.sql instead.
 //
 // Every migration is in this file, in order: the longer ones as the
-// constants below the list. To change the schema: edit schema.sql, append
-// the migration here, and add a frozen copy of the previous schema with
-// data to testdata/ plus a row to the upgrade test's table.
+// constants below the list; the files the comments name are package db's.
+// To change the schema: edit schema.sql, append the migration here, and
+// add a frozen copy of the previous schema with data to db/testdata/ plus
+// a row to the upgrade test's table (db/db_test.go).
 //
 // A migration runs inside a transaction, where PRAGMA foreign_keys cannot be
 // changed; a table rebuild must keep foreign keys valid at every statement.
@@ -73,7 +74,7 @@ var migrations = []string{
 	// on one store (lease.go).
 	leaseMigration,
 	// 11 → 12: the state of `agentgw mcp`, moved into the store
-	// (mcpstate.go).
+	// (db/mcpstate).
 	mcpStateMigration,
 }
 
@@ -465,8 +466,8 @@ INSERT INTO task_lease (task_id, holder, lease_until) SELECT id, '', 0 FROM task
 `
 
 // mcpStateMigration turns schema version 11 into version 12: the state of
-// `agentgw mcp` (mcpstate.go), which had a SQLite file and schema of its
-// own before (mcplegacy.go turns such a file into a store). schema.sql
+// `agentgw mcp` (db/mcpstate), which had a SQLite file and schema of its
+// own before (legacy.go turns such a file into a store). schema.sql
 // holds the same tables; once shipped, never edit this.
 const mcpStateMigration = `
 CREATE TABLE mcp_message (
