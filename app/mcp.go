@@ -48,13 +48,12 @@ func StartMCP(ctx context.Context, cfg *config.MCPServer, accounts []config.MCPA
 	m := &MCP{Servers: map[string]*mcpface.Server{}, store: store, cancel: cancel}
 	var projected []mcpface.AgentProjection
 	for _, ag := range cfg.Agents {
-		projected = append(projected, mcpface.AgentProjection{JID: ag.JID, Tools: ag.Tools, Prefix: ag.Prefix})
+		projected = append(projected, mcpface.AgentProjection(ag))
 	}
 	for _, a := range accounts {
 		acct := mcpface.NewAccount(mcpface.AccountOptions{
-			JID: a.JID, Password: string(a.Password), Server: a.Server,
-			QueueMax: cfg.QueueMax, QueueMaxBytes: cfg.QueueMaxBytes, AcceptFrom: a.AcceptFrom,
-			SenderRate: cfg.SenderRateLimit, SenderBurst: cfg.SenderRateBurst, Store: store, Log: log,
+			JID: a.JID, Password: string(a.Password), Server: a.Server, AcceptFrom: a.AcceptFrom,
+			Queue: mcpface.Queue(cfg.MCPQueue), Store: store, Log: log,
 		})
 		srv, err := mcpface.New(ctx, acct, store, mcpface.Options{CheckScopes: checkScopes, Log: log,
 			Agents: projected, AgentPoll: time.Duration(cfg.AgentPollSeconds) * time.Second})

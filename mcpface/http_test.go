@@ -57,7 +57,7 @@ func startOfflineTokens(t *testing.T, tokens []mcpface.Token, opts mcpface.HTTPO
 		}
 		o.ids = append(o.ids, st.ID)
 	}
-	acct := mcpface.NewAccount(mcpface.AccountOptions{JID: jid.MustParse(account), Store: store, QueueMax: 10})
+	acct := mcpface.NewAccount(mcpface.AccountOptions{JID: jid.MustParse(account), Store: store, Queue: mcpface.Queue{QueueMax: 10}})
 	o.acct = acct
 	srv, err := mcpface.New(ctx, acct, store, mcpface.Options{CheckScopes: true})
 	if err != nil {
@@ -349,7 +349,7 @@ func TestHTTPTokenPicksAccount(t *testing.T) {
 		if _, _, err := store.Push(ctx, who, mcpface.MessageResponse{Body: "for " + who}, 10); err != nil {
 			t.Fatal(err)
 		}
-		acct := mcpface.NewAccount(mcpface.AccountOptions{JID: jid.MustParse(who), Store: store, QueueMax: 10})
+		acct := mcpface.NewAccount(mcpface.AccountOptions{JID: jid.MustParse(who), Store: store, Queue: mcpface.Queue{QueueMax: 10}})
 		srv, err := mcpface.New(ctx, acct, store, mcpface.Options{CheckScopes: true})
 		if err != nil {
 			t.Fatal(err)
@@ -386,7 +386,7 @@ func TestHTTPTaskOwnerIsTheToken(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	acct := mcpface.NewAccount(mcpface.AccountOptions{JID: jid.MustParse(account), Store: store, QueueMax: 10})
+	acct := mcpface.NewAccount(mcpface.AccountOptions{JID: jid.MustParse(account), Store: store, Queue: mcpface.Queue{QueueMax: 10}})
 	srv, err := mcpface.New(ctx, acct, store, mcpface.Options{CheckScopes: true})
 	if err != nil {
 		t.Fatal(err)

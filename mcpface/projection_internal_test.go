@@ -40,7 +40,7 @@ func TestProjectNoPrefix(t *testing.T) {
 	}
 	t.Cleanup(func() { store.Close() })
 	var log bytes.Buffer
-	acct := NewAccount(AccountOptions{JID: jid.MustParse("alice@example.org"), Store: store, QueueMax: 10})
+	acct := NewAccount(AccountOptions{JID: jid.MustParse("alice@example.org"), Store: store, Queue: Queue{QueueMax: 10}})
 	s, err := New(ctx, acct, store, Options{Log: slog.New(slog.NewTextHandler(&log, nil))})
 	if err != nil {
 		t.Fatal(err)

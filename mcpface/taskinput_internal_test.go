@@ -30,7 +30,7 @@ func offlineServer(t *testing.T) *Server {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	acct := NewAccount(AccountOptions{JID: jid.MustParse("alice@example.org"), Store: store, QueueMax: 10})
+	acct := NewAccount(AccountOptions{JID: jid.MustParse("alice@example.org"), Store: store, Queue: Queue{QueueMax: 10}})
 	s, err := New(ctx, acct, store, Options{})
 	if err != nil {
 		t.Fatal(err)
