@@ -3,6 +3,9 @@
 // the search index. It has two engines behind one Store: SQLite (a path,
 // the default, described here) and PostgreSQL (a postgres:// URL,
 // postgres.go). Nothing outside this package knows which one it has.
+// The packages under it hold its schemas (internal/migrate), the
+// PostgreSQL engine (internal/pg), the state of `agentgw mcp` (mcpstate)
+// and the copy between engines (storecopy).
 //
 // The store uses the pure-Go modernc.org/sqlite driver so the binary stays
 // static. It keeps two connection pools on one database file in WAL mode: a
