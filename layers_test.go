@@ -143,9 +143,47 @@ func layerRows(t *testing.T, path string) [][]string {
 	return rows
 }
 
+// TestStoreEngines holds db's rule that its users never learn which
+// engine a store has: outside db and the packages under it, no package
+// imports a database driver (test support and tools stand outside).
+func TestStoreEngines(t *testing.T) {
+	drivers := []string{"github.com/jackc/pgx", "modernc.org/sqlite"}
+	for p, imps := range packageImports(t) {
+		if p == "db" || strings.HasPrefix(p, "db/") || outsideLayers(p) {
+			continue
+		}
+		for _, imp := range imps {
+			for _, d := range drivers {
+				if imp == d || strings.HasPrefix(imp, d+"/") {
+					t.Errorf("%s imports %s: only db knows the store's engines", p, imp)
+				}
+			}
+		}
+	}
+}
+
 // moduleImports maps every package of the module (its path inside the
 // module) to the module's packages its non-test files import.
 func moduleImports(t *testing.T) map[string][]string {
+	t.Helper()
+	out := make(map[string][]string)
+	for p, imps := range packageImports(t) {
+		var deps []string
+		for _, imp := range imps {
+			if imp == module {
+				deps = append(deps, ".")
+			} else if rest, ok := strings.CutPrefix(imp, module+"/"); ok {
+				deps = append(deps, rest)
+			}
+		}
+		out[p] = deps
+	}
+	return out
+}
+
+// packageImports maps every package of the module (its path inside the
+// module) to every import path its non-test files import.
+func packageImports(t *testing.T) map[string][]string {
 	t.Helper()
 	out := make(map[string][]string)
 	err := filepath.WalkDir(".", func(dir string, d fs.DirEntry, err error) error {
@@ -165,15 +203,7 @@ func moduleImports(t *testing.T) map[string][]string {
 			}
 			return err
 		}
-		var deps []string
-		for _, imp := range pkg.Imports {
-			if imp == module {
-				deps = append(deps, ".")
-			} else if rest, ok := strings.CutPrefix(imp, module+"/"); ok {
-				deps = append(deps, rest)
-			}
-		}
-		out[filepath.ToSlash(dir)] = deps
+		out[filepath.ToSlash(dir)] = pkg.Imports
 		return nil
 	})
 	if err != nil {

@@ -49,13 +49,12 @@ func StartMCP(ctx context.Context, cfg *config.MCPServer, accounts []config.MCPA
 	m := &MCP{Servers: map[string]*mcpface.Server{}, store: store, cancel: cancel}
 	var projected []mcpface.AgentProjection
 	for _, ag := range cfg.Agents {
-		projected = append(projected, mcpface.AgentProjection{JID: ag.JID, Tools: ag.Tools, Prefix: ag.Prefix})
+		projected = append(projected, mcpface.AgentProjection(ag))
 	}
 	for _, a := range accounts {
 		acct := account.New(account.Options{
-			JID: a.JID, Password: string(a.Password), Server: a.Server,
-			QueueMax: cfg.QueueMax, QueueMaxBytes: cfg.QueueMaxBytes, AcceptFrom: a.AcceptFrom,
-			SenderRate: cfg.SenderRateLimit, SenderBurst: cfg.SenderRateBurst, Store: store.Store, Log: log,
+			JID: a.JID, Password: string(a.Password), Server: a.Server, AcceptFrom: a.AcceptFrom,
+			Queue: account.Queue(cfg.MCPQueue), Store: store.Store, Log: log,
 		})
 		srv, err := mcpface.New(ctx, acct, store, mcpface.Options{CheckScopes: checkScopes, Log: log,
 			Agents: projected, AgentPoll: time.Duration(cfg.AgentPollSeconds) * time.Second})

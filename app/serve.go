@@ -20,7 +20,6 @@ import (
 	"agentgw/db"
 	"agentgw/gateway"
 	"agentgw/runtime/sandbox"
-	"agentgw/task"
 	"agentgw/taskd"
 )
 
@@ -149,28 +148,27 @@ func GatewayOptions(cfg *config.Config) gateway.Options {
 	}
 }
 
+// TaskOptions is what the task service reads of cfg: the [tasks] and
+// [quotas] tables, and the replay window of [gateway].
+func TaskOptions(cfg *config.Config) taskd.Options {
+	return taskd.Options{
+		Limits:       taskd.Limits(cfg.Tasks),
+		Quotas:       taskd.Quotas(cfg.Quotas),
+		ReplayWindow: time.Duration(cfg.RequestReplaySeconds) * time.Second,
+	}
+}
+
 // startTasks starts the task service over the runtime of every
 // [[endpoint]] (Runtimes) with the [tasks] limits, attaches it to the
 // gateway and recovers the tasks a previous run left unsettled.
 func startTasks(ctx context.Context, cfg *config.Config, store *db.Store, gw *gateway.Gateway, hosted *Hosted, log *slog.Logger) (*taskd.Service, error) {
-	tasks, err := taskd.New(store, taskd.Options{
-		Machine: task.Config{
-			Retention:      cfg.Tasks.Retention,
-			ReplayWindow:   time.Duration(cfg.RequestReplaySeconds) * time.Second,
-			DefaultTimeout: cfg.Tasks.DefaultTimeout,
-			MaxTimeout:     cfg.Tasks.MaxTimeout,
-		},
-		Runtimes:      hosted.Runtimes,
-		Notify:        gw.SendEvent,
-		Ready:         gw.WaitConnected,
-		Availability:  hosted.Availability(gw.Availability()),
-		MaxActive:     cfg.Tasks.MaxActive,
-		PurgeInterval: cfg.Tasks.PurgeInterval,
-		Log:           log,
-
-		MaxFinishedPerCaller: cfg.Quotas.FinishedTasksPerCaller,
-		MaxBytesPerCaller:    cfg.Quotas.StoredBytesPerCaller,
-	})
+	opts := TaskOptions(cfg)
+	opts.Runtimes = hosted.Runtimes
+	opts.Notify = gw.SendEvent
+	opts.Ready = gw.WaitConnected
+	opts.Availability = hosted.Availability(gw.Availability())
+	opts.Log = log
+	tasks, err := taskd.New(store, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -90,3 +90,32 @@ func TestGatewayOptions(t *testing.T) {
 		t.Errorf("ColdStart = %v, want %v", cold, want)
 	}
 }
+
+// TestTaskOptions: the task service reads the [tasks] and [quotas] tables
+// whole, each field from the key of its name, and the replay window from
+// gateway.request_replay_seconds.
+func TestTaskOptions(t *testing.T) {
+	cfg := &config.Config{
+		Gateway: config.Gateway{RequestReplaySeconds: 77},
+		Tasks: config.TaskLimits{Retention: 3 * time.Hour, DefaultTimeout: 5 * time.Minute, MaxTimeout: 7 * time.Hour,
+			MaxActive: 11, PurgeInterval: 13 * time.Second},
+		Quotas: config.Quotas{FinishedTasksPerCaller: 17, StoredBytesPerCaller: 19, VersionsPerRegistrant: 23,
+			SubscriptionsPerEndpoint: 29, SubscriptionsTotal: 31},
+	}
+	opts := app.TaskOptions(cfg)
+	for _, table := range []struct{ got, want reflect.Value }{
+		{reflect.ValueOf(opts.Limits), reflect.ValueOf(cfg.Tasks)},
+		{reflect.ValueOf(opts.Quotas), reflect.ValueOf(cfg.Quotas)},
+	} {
+		for i := range table.got.NumField() {
+			name := table.got.Type().Field(i).Name
+			got, want := table.got.Field(i), table.want.FieldByName(name)
+			if got.IsZero() || !want.IsValid() || !reflect.DeepEqual(got.Interface(), want.Interface()) {
+				t.Errorf("TaskOptions %s = %v, want the configuration's %v", name, got, want)
+			}
+		}
+	}
+	if opts.ReplayWindow != 77*time.Second {
+		t.Errorf("ReplayWindow = %v, want 77s", opts.ReplayWindow)
+	}
+}

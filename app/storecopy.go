@@ -7,6 +7,7 @@ import (
 
 	"agentgw/config"
 	"agentgw/db"
+	"agentgw/db/storecopy"
 )
 
 // CopyStore copies the store the configuration at path names into the
@@ -19,7 +20,7 @@ func CopyStore(ctx context.Context, path, target string, out io.Writer) error {
 		return err
 	}
 	defer adm.Close()
-	return copyInto(ctx, adm.Store, target, out, db.Copy,
+	return copyInto(ctx, adm.Store, target, out, storecopy.Copy,
 		"copied "+adm.Database(), "counts, manifest hashes and counters checked")
 }
 
@@ -42,7 +43,7 @@ func CopyMCPStore(ctx context.Context, path, target string, out io.Writer) error
 	if m := src.Migrated(); m.Backup != "" {
 		fmt.Fprintf(out, "migrated %s from schema %d to %d; the copy before is %s\n", src.Path(), m.From, m.To, m.Backup)
 	}
-	return copyInto(ctx, src, target, out, db.CopyMCP,
+	return copyInto(ctx, src, target, out, storecopy.CopyMCP,
 		"copied the mcp state of "+src.Path(), "counts checked")
 }
 
@@ -50,7 +51,7 @@ func CopyMCPStore(ctx context.Context, path, target string, out io.Writer) error
 // of each table, then what was copied, to the target's name (without a
 // password), the rows in all and what was checked.
 func copyInto(ctx context.Context, src *db.Store, target string, out io.Writer,
-	copy func(context.Context, *db.Store, *db.Store) (db.CopyReport, error), what, checked string) error {
+	copy func(context.Context, *db.Store, *db.Store) (storecopy.Report, error), what, checked string) error {
 	name := db.RedactURL(target)
 	dst, err := db.Open(ctx, target)
 	if err != nil {

@@ -113,12 +113,8 @@ func mcpServerDefaults() MCPServerFile {
 
 // MCPServer is the validated [mcp] table. Paths are absolute.
 type MCPServer struct {
-	QueueMax      int
-	QueueMaxBytes int64
-	// SenderRateLimit is messages a second one sender may have queued
-	// (0: no limit), with bursts of SenderRateBurst.
-	SenderRateLimit float64
-	SenderRateBurst int
+	// MCPQueue holds the queue's bounds: mcpface.Queue is a conversion.
+	MCPQueue
 	// Listener holds AllowedOrigins, MaxSessionsPerToken and Tokens.
 	Listener[MCPToken]
 	// Database is mcp.database: a SQLite path, resolved against the
@@ -132,6 +128,16 @@ type MCPServer struct {
 	// AgentPollSeconds is how often projected agents are polled.
 	AgentPollSeconds int
 	Agents           []MCPAgent
+}
+
+// MCPQueue is the bounds of an `agentgw mcp` account's queue, of [mcp].
+type MCPQueue struct {
+	QueueMax      int
+	QueueMaxBytes int64
+	// SenderRateLimit is messages a second one sender may have queued
+	// (0: no limit), with bursts of SenderRateBurst.
+	SenderRateLimit float64
+	SenderRateBurst int
 }
 
 // MCPAccount is one validated [[mcp.account]].
@@ -252,7 +258,7 @@ func (f File) mcpOnly() bool {
 // an error (`agentgw mcp`); a gateway configuration may carry [mcp] defaults
 // alone.
 func (m MCPServerFile) build(dir string, needAccount bool, p *problems) *MCPServer {
-	out := &MCPServer{QueueMax: m.QueueMax, AgentPollSeconds: m.AgentPollSeconds}
+	out := &MCPServer{MCPQueue: MCPQueue{QueueMax: m.QueueMax}, AgentPollSeconds: m.AgentPollSeconds}
 	out.Agents = m.buildAgents(p)
 	if m.QueueMax < 1 || m.QueueMax > MaxMCPQueueMax {
 		p.bad("mcp.queue_max", "must be between 1 and %d", MaxMCPQueueMax)

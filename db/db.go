@@ -3,6 +3,9 @@
 // the search index. It has two engines behind one Store: SQLite (a path,
 // the default, described here) and PostgreSQL (a postgres:// URL,
 // postgres.go). Nothing outside this package knows which one it has.
+// The packages under it hold its schemas (internal/migrate), the
+// PostgreSQL engine (internal/pg), the state of `agentgw mcp` (mcpstate)
+// and the copy between engines (storecopy).
 //
 // The store uses the pure-Go modernc.org/sqlite driver so the binary stays
 // static. It keeps two connection pools on one database file in WAL mode: a
@@ -25,6 +28,8 @@ import (
 	"sync"
 	"time"
 
+	"agentgw/db/internal/migrate"
+	"agentgw/db/internal/pg"
 	"agentgw/internal/privfile"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
@@ -38,7 +43,7 @@ const (
 
 	// busyTimeoutMillis is how long a connection waits for a lock held by
 	// another connection or process before failing with SQLITE_BUSY.
-	busyTimeoutMillis = "10000"
+	busyTimeoutMillis = migrate.BusyTimeoutMillis
 )
 
 // writerDSN is the query string of every writer connection. synchronous=FULL
@@ -126,7 +131,7 @@ type Store struct {
 // A path that is a postgres:// or postgresql:// URL opens that PostgreSQL
 // database instead (postgres.go).
 func Open(ctx context.Context, path string) (*Store, error) {
-	if isPostgresURL(path) {
+	if pg.IsURL(path) {
 		return openPostgres(ctx, path)
 	}
 	if path == "" || strings.ContainsRune(path, '?') {
@@ -147,10 +152,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 
 	// Migrate before the readers connect: the first writer connection is
 	// the one that turns a new file into a WAL database.
-	migration, legacy, err := convertLegacyMCP(ctx, writer, path)
-	if err == nil && !legacy {
-		migration, err = migrate(ctx, writer, path)
-	}
+	migration, err := migrate.SQLite(ctx, writer, path)
 	if err != nil {
 		writer.Close()
 		return nil, err
@@ -194,6 +196,16 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	}, nil
 }
 
+// Migration says what Open did to a database's schema. From equals To when
+// the schema was already current; From is 0 for a new file. Backup is the
+// copy of a SQLite file taken before its schema changed, or "".
+type Migration = migrate.Migration
+
+// SchemaVersions are the schema versions this binary writes: SQLite's and
+// PostgreSQL's. Gateways sharing a store may be upgraded one at a time only
+// between binaries that print the same (docs/deploy.md).
+func SchemaVersions() (sqlite, postgres int) { return migrate.Versions() }
+
 // Migrated says what Open did to the schema, and where it put the backup it
 // took before changing an existing one: the caller logs it.
 func (s *Store) Migrated() Migration { return s.migration }
@@ -230,7 +242,7 @@ func (s *Store) Close() error {
 // transaction moves on (postgres.go).
 func (s *Store) DataVersion(ctx context.Context) (int64, error) {
 	if s.pg {
-		return s.pgGeneration(ctx)
+		return pg.Generation(ctx, s.reader)
 	}
 	s.dataVersionMu.Lock()
 	defer s.dataVersionMu.Unlock()
@@ -269,7 +281,7 @@ func (s *Store) beginWriteTx(ctx context.Context) (*txn, error) {
 	if s.pg {
 		t.write = true
 		t.ctx = ctx
-		if err := pgLockWrites(ctx, tx); err != nil {
+		if err := pg.LockWrites(ctx, tx); err != nil {
 			tx.Rollback()
 			return nil, err
 		}

@@ -12,7 +12,7 @@ import (
 const ReaderConns = readerConns
 
 // SchemaVersion is the schema version this binary writes.
-func SchemaVersion() int { return len(migrations) }
+func SchemaVersion() int { v, _ := SchemaVersions(); return v }
 
 // Q returns query, written for SQLite, in the store's dialect.
 func Q(s *Store, query string) string {

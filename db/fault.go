@@ -3,6 +3,8 @@ package db
 import (
 	"errors"
 
+	"agentgw/db/internal/pg"
+
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 )
@@ -23,7 +25,7 @@ var ErrBatchFailed = errors.New("db: group commit failed")
 // SQLITE_PROTOCOL (a WAL lock race), or a group commit that failed as a
 // whole. The write that failed left nothing behind and may be tried again.
 func Transient(err error) bool {
-	if errors.Is(err, ErrBatchFailed) || pgTransient(err) {
+	if errors.Is(err, ErrBatchFailed) || pg.Transient(err) {
 		return true
 	}
 	switch primaryCode(err) {
@@ -39,7 +41,7 @@ func Transient(err error) bool {
 //
 // On PostgreSQL it is SQLSTATE 53100 (disk_full).
 func DiskFull(err error) bool {
-	return primaryCode(err) == sqlite3.SQLITE_FULL || pgCode(err) == "53100"
+	return primaryCode(err) == sqlite3.SQLITE_FULL || pg.Code(err) == "53100"
 }
 
 // primaryCode returns the primary SQLite result code of err, or 0.

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"agentgw/db/internal/pg"
 	"agentgw/metrics"
 )
 
@@ -342,7 +343,7 @@ func (c *GroupCommitter) runBatch(ctx context.Context, batch []*commitOp) error 
 // with a transaction in which a statement failed (25P02): a closure that
 // got a statement's error and returned nil. SQLite undoes the failed
 // statement alone and goes on; PostgreSQL needs the savepoint undone.
-func swallowedFailure(err error) bool { return pgCode(err) == "25P02" }
+func swallowedFailure(err error) bool { return pg.Code(err) == "25P02" }
 
 // errSwallowed is the outcome of a closure that swallowed a failed
 // statement: nothing it wrote is committed, and the rest of its batch is.

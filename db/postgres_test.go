@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"agentgw/db"
+	"agentgw/db/mcpstate"
 )
 
 // TestOpenUnreachablePostgres: a server that cannot be reached is an error
@@ -138,7 +139,7 @@ func TestPostgresMigratesMCPState(t *testing.T) {
 	if m := s.Migrated(); m.From != 1 || m.To < 2 {
 		t.Errorf("Migrated() = %+v", m)
 	}
-	if _, err := s.MCPPushMessages(ctx, "a@example.org", []db.MCPMessage{{ID: "m1", Message: []byte(`{}`)}}, 10, 0); err != nil {
+	if _, err := mcpstate.Of(s).PushMessages(ctx, "a@example.org", []mcpstate.Message{{ID: "m1", Message: []byte(`{}`)}}, 10, 0); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -3,18 +3,12 @@ package db
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
-	"sync"
-	"unicode"
 	"unicode/utf8"
 
-	"golang.org/x/text/cases"
-	"golang.org/x/text/unicode/norm"
-	sqlite "modernc.org/sqlite"
+	"agentgw/db/internal/searchtext"
 )
 
 // The search index behind XEP-0055 (package search).
@@ -52,8 +46,8 @@ import (
 // Triggers on active_endpoint keep the three tables in step on every path
 // that activates, deactivates or switches versions (including the bulk
 // ImportVersions and cascades from a deleted endpoint). They fold with the
-// Go functions registered below, so a process writing active_endpoint must
-// be this binary (or load this package): the sqlite3 shell can read the
+// Go functions db/internal/searchtext registers with the driver, so a
+// process writing active_endpoint must be this binary: the sqlite3 shell can read the
 // database but not activate or deactivate endpoints.
 //
 // Costs: about 50 postings per endpoint for typical names, roughly 1.8 KB
@@ -72,27 +66,7 @@ const (
 	// countSampleSize is how many postings are checked to estimate the
 	// count when there are more than countExactLimit.
 	countSampleSize = 250
-
-	// searchFieldSeparator joins the folded fields of one endpoint in
-	// search_text. SearchFold maps control characters to spaces, so
-	// neither a field nor a query can contain it.
-	searchFieldSeparator = "\x1f"
-
-	// maxGram is the length, in characters, of the longest indexed gram.
-	maxGram = 3
 )
-
-// The SQL functions the search index triggers call. They are registered
-// with the driver, so every connection this process opens has them.
-const (
-	sqlFuncSearchText  = "agentgw_search_text"
-	sqlFuncSearchGrams = "agentgw_search_grams"
-)
-
-func init() {
-	sqlite.MustRegisterDeterministicScalarFunction(sqlFuncSearchText, 3, sqlSearchText)
-	sqlite.MustRegisterDeterministicScalarFunction(sqlFuncSearchGrams, 1, sqlSearchGrams)
-}
 
 // The search queries. Unscoped pages walk one gram's postings in jid order
 // from a bound and stop after LIMIT matches, checking each candidate in
@@ -242,7 +216,7 @@ func searchScoped(ctx context.Context, tx *txn, scope, folded string, p Page) (S
 
 // searchAll searches every active endpoint through the gram index.
 func searchAll(ctx context.Context, tx *txn, folded string, p Page) (SearchPage, error) {
-	grams := queryGrams(folded)
+	grams := searchtext.QueryGrams(folded)
 	b, err := json.Marshal(grams)
 	if err != nil {
 		return SearchPage{}, fmt.Errorf("db: search: %w", err)
@@ -254,7 +228,7 @@ func searchAll(ctx context.Context, tx *txn, folded string, p Page) (SearchPage,
 
 	var page SearchPage
 	switch {
-	case utf8.RuneCountInString(folded) <= maxGram:
+	case utf8.RuneCountInString(folded) <= searchtext.MaxGram:
 		// The query is a gram: every posting is a match.
 		page.Count = postings
 	case postings <= countExactLimit:
@@ -363,125 +337,5 @@ func scanItems(rows *sql.Rows, limit int, descending bool) ([]Item, error) {
 }
 
 // SearchFold is the folding that search matching compares under, applied
-// both to the indexed fields and to the query: compatibility decomposition,
-// full Unicode case folding (so "Straße" matches "STRASSE"), then NFKC, so
-// that composed and decomposed accents, full-width letters and ligatures
-// match their plain forms. Accents are kept: "meteo" does not match
-// "Météo". Control characters become spaces, format characters and
-// variation selectors are dropped, runs of white space become one space,
-// and leading and trailing space is trimmed.
-//
-// Case folding is not locale-aware: the Turkish dotted capital I folds to
-// "i" followed by a combining dot. Cherokee folds to its capital letters,
-// as Unicode's CaseFolding.txt specifies (golang.org/x/text folds it the
-// other way, which is not idempotent).
-func SearchFold(s string) string {
-	c := caserPool.Get().(*cases.Caser)
-	folded := c.String(norm.NFKD.String(strings.ToValidUTF8(s, "\uFFFD")))
-	caserPool.Put(c)
-	folded = norm.NFKC.String(folded)
-
-	var b strings.Builder
-	b.Grow(len(folded))
-	space := false
-	for _, r := range folded {
-		switch {
-		case unicode.IsControl(r) || unicode.IsSpace(r):
-			space = b.Len() > 0
-			continue
-		case unicode.Is(unicode.Cf, r) || unicode.Is(unicode.Variation_Selector, r):
-			continue
-		case unicode.Is(unicode.Cherokee, r):
-			r = unicode.ToUpper(r)
-		}
-		if space {
-			b.WriteByte(' ')
-			space = false
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
-// caserPool holds case folders: a cases.Caser keeps state and must not be
-// shared between goroutines.
-var caserPool = sync.Pool{New: func() any {
-	c := cases.Fold()
-	return &c
-}}
-
-// searchText is what search_text stores for an endpoint: its folded
-// localpart, name and title, without empty or repeated ones, joined by
-// searchFieldSeparator.
-func searchText(jid, name, title string) string {
-	local, _, _ := strings.Cut(jid, "@")
-	fields := make([]string, 0, 3)
-	for _, f := range []string{local, name, title} {
-		if f = SearchFold(f); f != "" && !slices.Contains(fields, f) {
-			fields = append(fields, f)
-		}
-	}
-	return strings.Join(fields, searchFieldSeparator)
-}
-
-// textGrams returns the distinct substrings of one to maxGram characters
-// of each field of a search_text value, in first-seen order.
-func textGrams(text string) []string {
-	seen := make(map[string]struct{})
-	var grams []string
-	for _, field := range strings.Split(text, searchFieldSeparator) {
-		runes := []rune(field)
-		for n := 1; n <= maxGram; n++ {
-			for i := 0; i+n <= len(runes); i++ {
-				g := string(runes[i : i+n])
-				if _, dup := seen[g]; !dup {
-					seen[g] = struct{}{}
-					grams = append(grams, g)
-				}
-			}
-		}
-	}
-	return grams
-}
-
-// queryGrams returns the grams that every match of a folded query must
-// contain: the query itself if it is at most maxGram characters long, or
-// else its distinct trigrams.
-func queryGrams(folded string) []string {
-	runes := []rune(folded)
-	if len(runes) <= maxGram {
-		return []string{folded}
-	}
-	var grams []string
-	for i := 0; i+maxGram <= len(runes); i++ {
-		if g := string(runes[i : i+maxGram]); !slices.Contains(grams, g) {
-			grams = append(grams, g)
-		}
-	}
-	return grams
-}
-
-// sqlSearchText is agentgw_search_text(jid, name, title).
-func sqlSearchText(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
-	return searchText(sqlString(args[0]), sqlString(args[1]), sqlString(args[2])), nil
-}
-
-// sqlSearchGrams is agentgw_search_grams(text): textGrams as a JSON array.
-func sqlSearchGrams(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
-	b, err := json.Marshal(textGrams(sqlString(args[0])))
-	if err != nil {
-		return nil, err
-	}
-	return string(b), nil
-}
-
-// sqlString reads a TEXT argument; NULL and other types read as "".
-func sqlString(v driver.Value) string {
-	switch v := v.(type) {
-	case string:
-		return v
-	case []byte:
-		return string(v)
-	}
-	return ""
-}
+// both to the indexed fields and to the query (searchtext.Fold).
+func SearchFold(s string) string { return searchtext.Fold(s) }

@@ -1,5 +1,7 @@
 package db
 
+import "agentgw/db/internal/searchtext"
+
 // Test hooks of the search index: compiled only into this package's tests.
 
 // CountExactLimit and CountSampleSize are the search count tunables.
@@ -22,8 +24,8 @@ var SearchQueries = map[string]string{
 
 // SearchText and TextGrams expose what the triggers index.
 var (
-	SearchText = searchText
-	TextGrams  = textGrams
+	SearchText = searchtext.Text
+	TextGrams  = searchtext.Grams
 )
 
 // SQLSearchOnly makes Search ask SQLite even where the in-memory index

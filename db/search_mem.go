@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
+
+	"agentgw/db/internal/searchtext"
 )
 
 // The search index in memory. Store.Search answers a non-empty query from
@@ -184,7 +186,7 @@ func (s *Store) buildMemIndex(ctx context.Context) (*memIndex, error) {
 		idx.jids = append(idx.jids, jid)
 		idx.folded = append(idx.folded, folded)
 		idx.names = append(idx.names, name)
-		for _, g := range textGrams(folded) {
+		for _, g := range searchtext.Grams(folded) {
 			idx.grams[g] = append(idx.grams[g], i)
 		}
 	}
@@ -214,7 +216,7 @@ func (idx *memIndex) match(i int32, folded string) bool {
 func (idx *memIndex) searchAll(folded string, p Page) SearchPage {
 	var driver []int32
 	fewest := -1
-	for _, g := range queryGrams(folded) {
+	for _, g := range searchtext.QueryGrams(folded) {
 		if ps := idx.grams[g]; fewest < 0 || len(ps) < fewest {
 			driver, fewest = ps, len(ps)
 		}
@@ -224,7 +226,7 @@ func (idx *memIndex) searchAll(folded string, p Page) SearchPage {
 	}
 	var page SearchPage
 	switch {
-	case utf8.RuneCountInString(folded) <= maxGram:
+	case utf8.RuneCountInString(folded) <= searchtext.MaxGram:
 		page.Count = fewest
 	case fewest <= countExactLimit:
 		for _, i := range driver {

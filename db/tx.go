@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"time"
+
+	"agentgw/db/internal/pg"
 )
 
 // txn is one transaction of the store, in the manner of WTF Dial's Tx: the
@@ -133,7 +135,7 @@ func (t *txn) queryRow(ctx context.Context, query string, args ...any) *sql.Row 
 // commit commits the transaction, closing its statements.
 func (t *txn) commit() error {
 	if t.pg && t.write {
-		if err := t.pgBeforeCommit(t.ctx); err != nil {
+		if err := pg.BeforeCommit(t.ctx, t.tx); err != nil {
 			return err
 		}
 	}

@@ -57,7 +57,7 @@ func startHostile(t *testing.T, policy string) (*env, *manifest.Manifest) {
 	}
 	gw := newGateway(cfg, store)
 	svc, err := taskd.New(store, taskd.Options{
-		Machine:      task.Config{Retention: cfg.Tasks.Retention},
+		Limits:       taskd.Limits{Retention: cfg.Tasks.Retention},
 		Runtimes:     map[string]runtime.Runtime{hostileJID: builtin.New(builtin.Options{})},
 		Notify:       gw.SendEvent,
 		Availability: gw.Availability(),

@@ -79,7 +79,7 @@ func startTasksOn(t *testing.T, srv *fakeServer, setup func(*gateway.Gateway)) *
 	te := &taskEnv{t: t, clock: clock, man: man, steps: make(chan chan time.Time, 64)}
 	gw := newGateway(cfg, store)
 	svc, err := taskd.New(store, taskd.Options{
-		Machine: task.Config{Retention: cfg.Tasks.Retention, ReplayWindow: time.Duration(cfg.RequestReplaySeconds) * time.Second},
+		Limits: taskd.Limits{Retention: cfg.Tasks.Retention}, ReplayWindow: time.Duration(cfg.RequestReplaySeconds) * time.Second,
 		Runtimes: map[string]runtime.Runtime{demoJID: builtin.New(builtin.Options{After: func(time.Duration) <-chan time.Time {
 			ch := make(chan time.Time, 1)
 			te.steps <- ch

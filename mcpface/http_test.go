@@ -58,7 +58,7 @@ func startOfflineTokens(t *testing.T, tokens []mcpface.Token, opts mcpface.HTTPO
 		}
 		o.ids = append(o.ids, st.ID)
 	}
-	acct := account.New(account.Options{JID: jid.MustParse(alice), Store: store.Store, QueueMax: 10})
+	acct := account.New(account.Options{JID: jid.MustParse(alice), Store: store.Store, Queue: account.Queue{QueueMax: 10}})
 	o.acct = acct
 	srv, err := mcpface.New(ctx, acct, store, mcpface.Options{CheckScopes: true})
 	if err != nil {
@@ -309,7 +309,7 @@ func TestHTTPTokenPicksAccount(t *testing.T) {
 		if _, _, err := store.Push(ctx, who, account.MessageResponse{Body: "for " + who}, 10); err != nil {
 			t.Fatal(err)
 		}
-		acct := account.New(account.Options{JID: jid.MustParse(who), Store: store.Store, QueueMax: 10})
+		acct := account.New(account.Options{JID: jid.MustParse(who), Store: store.Store, Queue: account.Queue{QueueMax: 10}})
 		srv, err := mcpface.New(ctx, acct, store, mcpface.Options{CheckScopes: true})
 		if err != nil {
 			t.Fatal(err)
@@ -346,7 +346,7 @@ func TestHTTPTaskOwnerIsTheToken(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	acct := account.New(account.Options{JID: jid.MustParse(alice), Store: store.Store, QueueMax: 10})
+	acct := account.New(account.Options{JID: jid.MustParse(alice), Store: store.Store, Queue: account.Queue{QueueMax: 10}})
 	srv, err := mcpface.New(ctx, acct, store, mcpface.Options{CheckScopes: true})
 	if err != nil {
 		t.Fatal(err)

@@ -41,7 +41,7 @@ func TestProjectNoPrefix(t *testing.T) {
 	}
 	t.Cleanup(func() { store.Close() })
 	var log bytes.Buffer
-	acct := account.New(account.Options{JID: jid.MustParse("alice@example.org"), Store: store.Store, QueueMax: 10})
+	acct := account.New(account.Options{JID: jid.MustParse("alice@example.org"), Store: store.Store, Queue: account.Queue{QueueMax: 10}})
 	s, err := New(ctx, acct, store, Options{Log: slog.New(slog.NewTextHandler(&log, nil))})
 	if err != nil {
 		t.Fatal(err)

@@ -5,17 +5,19 @@ import (
 	"fmt"
 
 	"agentgw/db"
+	"agentgw/db/mcpstate"
 	"agentgw/mcpface/account"
 )
 
 // Store is the state of `agentgw mcp` (the received-message queue, per
 // account, oldest first, bounded, and the MCP tasks of agent calls), kept
-// by package db in the store that `[mcp] database` names: a SQLite file or
+// by package db/mcpstate in the store that `[mcp] database` names: a SQLite file or
 // a PostgreSQL database. Its exported methods each own one transaction.
 type Store struct {
 	// Store is the message queue; its Now is the clock of the tasks too.
 	*account.Store
-	db *db.Store
+	db    *db.Store
+	state mcpstate.Store
 }
 
 // OpenStore opens or creates the store at pathOrURL: a SQLite path, or a
@@ -31,7 +33,7 @@ func OpenStore(ctx context.Context, pathOrURL string) (*Store, error) {
 		// db names a URL without its password.
 		return nil, fmt.Errorf("open message store: %w", err)
 	}
-	return &Store{Store: account.NewStore(st), db: st}, nil
+	return &Store{Store: account.NewStore(st), db: st, state: mcpstate.Of(st)}, nil
 }
 
 // Migrated says what OpenStore did to the schema: Backup names the copy

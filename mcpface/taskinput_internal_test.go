@@ -31,7 +31,7 @@ func offlineServer(t *testing.T) *Server {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	acct := account.New(account.Options{JID: jid.MustParse("alice@example.org"), Store: store.Store, QueueMax: 10})
+	acct := account.New(account.Options{JID: jid.MustParse("alice@example.org"), Store: store.Store, Queue: account.Queue{QueueMax: 10}})
 	s, err := New(ctx, acct, store, Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -29,7 +29,7 @@ func TestExtTasksTaskSupport(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	acct := account.New(account.Options{JID: jid.MustParse("alice@example.org"), Store: store.Store, QueueMax: 10})
+	acct := account.New(account.Options{JID: jid.MustParse("alice@example.org"), Store: store.Store, Queue: account.Queue{QueueMax: 10}})
 	s, err := New(ctx, acct, store, Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"agentgw/db"
+	"agentgw/db/mcpstate"
 	"agentgw/wire"
 )
 
@@ -28,21 +29,21 @@ type TaskRecord struct {
 }
 
 // row is r as the store keeps it.
-func (r TaskRecord) row() db.MCPTask {
-	return db.MCPTask{ID: r.ID, Owner: r.Owner, Account: r.Account, Endpoint: r.Endpoint, XMPPTaskID: r.XMPPTaskID,
+func (r TaskRecord) row() mcpstate.Task {
+	return mcpstate.Task{ID: r.ID, Owner: r.Owner, Account: r.Account, Endpoint: r.Endpoint, XMPPTaskID: r.XMPPTaskID,
 		RequestID: r.RequestID, Version: r.Version, Tool: r.Tool, Hash: r.Hash, Status: r.Status, XMPPState: r.XMPPState,
 		Revision: r.Revision, Created: r.Created, Updated: r.Updated, RetainUntil: r.RetainUntil, TTL: r.TTL, Result: r.Result}
 }
 
 // taskRecord is the stored row t.
-func taskRecord(t db.MCPTask) TaskRecord {
+func taskRecord(t mcpstate.Task) TaskRecord {
 	return TaskRecord{ID: t.ID, Owner: t.Owner, Account: t.Account, Endpoint: t.Endpoint, XMPPTaskID: t.XMPPTaskID,
 		RequestID: t.RequestID, Version: t.Version, Tool: t.Tool, Hash: t.Hash, Status: t.Status, XMPPState: t.XMPPState,
 		Revision: t.Revision, Created: t.Created, Updated: t.Updated, RetainUntil: t.RetainUntil, TTL: t.TTL,
 		Result: json.RawMessage(t.Result)}
 }
 
-func taskRecords(ts []db.MCPTask, err error) ([]TaskRecord, error) {
+func taskRecords(ts []mcpstate.Task, err error) ([]TaskRecord, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -55,7 +56,7 @@ func taskRecords(ts []db.MCPTask, err error) ([]TaskRecord, error) {
 
 // CreateTask stores a new task, and deletes those past their retention.
 func (s *Store) CreateTask(ctx context.Context, r TaskRecord) error {
-	if err := s.db.MCPCreateTask(ctx, r.row(), s.Now()); err != nil {
+	if err := s.state.CreateTask(ctx, r.row(), s.Now()); err != nil {
 		return fmt.Errorf("store task: %w", err)
 	}
 	return nil
@@ -64,7 +65,7 @@ func (s *Store) CreateTask(ctx context.Context, r TaskRecord) error {
 // UpdateTask records a task's state, and its result once terminal (nil
 // keeps the stored one).
 func (s *Store) UpdateTask(ctx context.Context, id, status, xmppState string, revision int64, result json.RawMessage) error {
-	if err := s.db.MCPUpdateTask(ctx, id, status, xmppState, revision, result, s.Now()); err != nil {
+	if err := s.state.UpdateTask(ctx, id, status, xmppState, revision, result, s.Now()); err != nil {
 		return fmt.Errorf("update task: %w", err)
 	}
 	return nil
@@ -75,7 +76,7 @@ func (s *Store) UpdateTask(ctx context.Context, id, status, xmppState string, re
 // tasks/get and the waits of tasks/result and tasks/cancel, which read
 // once a second, never write.
 func (s *Store) Task(ctx context.Context, account, owner, id string) (TaskRecord, error) {
-	t, err := s.db.MCPTask(ctx, account, owner, id, s.Now())
+	t, err := s.state.Task(ctx, account, owner, id, s.Now())
 	if errors.Is(err, db.ErrNotFound) {
 		return TaskRecord{}, ErrNoTask
 	}
@@ -87,11 +88,11 @@ func (s *Store) Task(ctx context.Context, account, owner, id string) (TaskRecord
 
 // Tasks lists the tasks of owner in account, oldest first, at most max.
 func (s *Store) Tasks(ctx context.Context, account, owner string, max int) ([]TaskRecord, error) {
-	return taskRecords(s.db.MCPTasks(ctx, account, owner, max, s.Now()))
+	return taskRecords(s.state.Tasks(ctx, account, owner, max, s.Now()))
 }
 
 // UnsettledTasks lists the tasks of account not settled yet: they are
 // followed again after a restart.
 func (s *Store) UnsettledTasks(ctx context.Context, account string) ([]TaskRecord, error) {
-	return taskRecords(s.db.MCPUnsettledTasks(ctx, account, s.Now()))
+	return taskRecords(s.state.UnsettledTasks(ctx, account, s.Now()))
 }

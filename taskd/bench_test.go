@@ -138,8 +138,8 @@ func benchAdmission(b *testing.B, mode string, callers int) {
 		rt = builtin.New(builtin.Options{})
 	}
 	svc, err := taskd.New(store, taskd.Options{
-		Runtimes:  map[string]runtime.Runtime{demo: rt},
-		MaxActive: 1 << 30,
+		Runtimes: map[string]runtime.Runtime{demo: rt},
+		Limits:   taskd.Limits{MaxActive: 1 << 30},
 	})
 	if err != nil {
 		b.Fatal(err)

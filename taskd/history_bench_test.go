@@ -84,13 +84,13 @@ func BenchmarkAdmissionHistory(b *testing.B) {
 			}
 			b.Cleanup(func() { store.Close() })
 			opts := taskd.Options{
-				Runtimes:  map[string]runtime.Runtime{demo: nopRuntime{}},
-				MaxActive: 1 << 30,
+				Runtimes: map[string]runtime.Runtime{demo: nopRuntime{}},
+				Limits:   taskd.Limits{MaxActive: 1 << 30},
 			}
 			name := fmt.Sprintf("none/%d", n)
 			if quota {
-				opts.MaxFinishedPerCaller = max(config.DefaultFinishedTasksPerCaller, n+b.N+1)
-				opts.MaxBytesPerCaller = config.DefaultStoredBytesPerCaller
+				opts.FinishedTasksPerCaller = max(config.DefaultFinishedTasksPerCaller, n+b.N+1)
+				opts.StoredBytesPerCaller = config.DefaultStoredBytesPerCaller
 				name = fmt.Sprintf("default/%d", n)
 			}
 			svc, err := taskd.New(store, opts)
@@ -187,8 +187,8 @@ func historySeed(tb testing.TB, n int) string {
 		tb.Fatal(err)
 	}
 	svc, err := taskd.New(store, taskd.Options{
-		Runtimes:  map[string]runtime.Runtime{demo: builtin.New(builtin.Options{})},
-		MaxActive: 1 << 30,
+		Runtimes: map[string]runtime.Runtime{demo: builtin.New(builtin.Options{})},
+		Limits:   taskd.Limits{MaxActive: 1 << 30},
 	})
 	if err != nil {
 		tb.Fatal(err)
@@ -305,12 +305,12 @@ func BenchmarkAdmissionRun(b *testing.B) {
 				b.Fatal(err)
 			}
 			opts := taskd.Options{
-				Runtimes:  map[string]runtime.Runtime{demo: builtin.New(builtin.Options{})},
-				MaxActive: 1 << 30,
+				Runtimes: map[string]runtime.Runtime{demo: builtin.New(builtin.Options{})},
+				Limits:   taskd.Limits{MaxActive: 1 << 30},
 			}
 			if quota {
-				opts.MaxFinishedPerCaller = config.DefaultFinishedTasksPerCaller
-				opts.MaxBytesPerCaller = config.DefaultStoredBytesPerCaller
+				opts.FinishedTasksPerCaller = config.DefaultFinishedTasksPerCaller
+				opts.StoredBytesPerCaller = config.DefaultStoredBytesPerCaller
 			}
 			svc, err := taskd.New(store, opts)
 			if err != nil {

@@ -15,15 +15,15 @@ import (
 // is touched; the caller's tasks free their share as they are purged
 // after retention.
 func (s *Service) checkQuota(tx *db.TaskTx, caller string) error {
-	if s.opts.MaxFinishedPerCaller <= 0 && s.opts.MaxBytesPerCaller <= 0 {
+	if s.opts.FinishedTasksPerCaller <= 0 && s.opts.StoredBytesPerCaller <= 0 {
 		return nil
 	}
 	u, err := tx.CallerUsage(caller)
 	if err != nil {
 		return err
 	}
-	if s.opts.MaxFinishedPerCaller > 0 && u.Finished >= s.opts.MaxFinishedPerCaller ||
-		s.opts.MaxBytesPerCaller > 0 && u.Bytes >= s.opts.MaxBytesPerCaller {
+	if s.opts.FinishedTasksPerCaller > 0 && u.Finished >= s.opts.FinishedTasksPerCaller ||
+		s.opts.StoredBytesPerCaller > 0 && u.Bytes >= s.opts.StoredBytesPerCaller {
 		return task.ErrResourceConstraint
 	}
 	return nil

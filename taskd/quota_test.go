@@ -15,11 +15,11 @@ import (
 	"mellium.im/xmpp/jid"
 )
 
-// TestFinishedTasksQuota: once a caller keeps MaxFinishedPerCaller settled
+// TestFinishedTasksQuota: once a caller keeps FinishedTasksPerCaller settled
 // tasks, its next new invocation gets <resource-constraint/>; a replay of
 // a stored one still returns its task, and nothing stored is lost.
 func TestFinishedTasksQuota(t *testing.T) {
-	e := newEnv(t, withOptions(func(o *taskd.Options) { o.MaxFinishedPerCaller = 2 }))
+	e := newEnv(t, withOptions(func(o *taskd.Options) { o.FinishedTasksPerCaller = 2 }))
 	var ids []string
 	for i := 0; i < 2; i++ {
 		acc := e.invoke(fmt.Sprintf("req-quota-0123456789abcdef%d", i), "echo", `{"text":"x"}`)
@@ -45,10 +45,10 @@ func TestFinishedTasksQuota(t *testing.T) {
 	e.quiet()
 }
 
-// TestStoredBytesQuota: once a caller's tasks keep MaxBytesPerCaller bytes,
+// TestStoredBytesQuota: once a caller's tasks keep StoredBytesPerCaller bytes,
 // its next new invocation gets <resource-constraint/>.
 func TestStoredBytesQuota(t *testing.T) {
-	e := newEnv(t, withOptions(func(o *taskd.Options) { o.MaxBytesPerCaller = 4096 }))
+	e := newEnv(t, withOptions(func(o *taskd.Options) { o.StoredBytesPerCaller = 4096 }))
 	big := `{"text":"` + strings.Repeat("x", 3000) + `"}`
 	acc := e.invoke("req-bytes-0123456789abcdef0", "echo", big)
 	e.next(acc.TaskID, 1, task.EventStatus)

@@ -76,11 +76,16 @@ type Availability interface {
 	MarkUp(endpoint string)
 }
 
-// Options configures a Service.
+// Options configures a Service. Limits and Quotas are the [tasks] and
+// [quotas] tables: the composition root (package app) makes them from
+// config's TaskLimits and Quotas by conversion, so a key the service reads
+// is a field of both, or the build fails.
 type Options struct {
-	// Machine configures the task rules (retention, replay window,
-	// timeouts and limits). Rand must stay nil outside tests.
-	Machine task.Config
+	Limits
+	Quotas
+	// ReplayWindow is the advertised request_replay_seconds ([gateway]):
+	// replay records live until max(created+ReplayWindow, retain-until).
+	ReplayWindow time.Duration
 	// Runtimes maps an endpoint's normalized bare JID to the runtime that
 	// executes its tools. An endpoint without one admits no task.
 	Runtimes map[string]runtime.Runtime
@@ -98,16 +103,6 @@ type Options struct {
 	Ready func(ctx context.Context) error
 	// Availability, if set, hears about runtimes going down and up.
 	Availability Availability
-	// MaxActive bounds the tasks that are not terminal (0: DefaultMaxActive).
-	MaxActive int
-	// MaxFinishedPerCaller and MaxBytesPerCaller are the quotas of one
-	// caller (quota.go): its settled tasks kept, and the bytes its tasks
-	// keep. 0 is no quota.
-	MaxFinishedPerCaller int
-	MaxBytesPerCaller    int64
-	// PurgeInterval is how often expired tasks are deleted (0:
-	// DefaultPurgeInterval).
-	PurgeInterval time.Duration
 	// MaxBatch bounds one group commit (0: db.DefaultMaxBatch).
 	MaxBatch int
 	// Clock is the time source; nil means the real clock, read through
@@ -122,6 +117,33 @@ type Options struct {
 	// LeaseRenew, LeaseLapse and SignalPoll are the lease timings
 	// (0: DefaultLeaseRenew, DefaultLeaseLapse, DefaultSignalPoll).
 	LeaseRenew, LeaseLapse, SignalPoll time.Duration
+}
+
+// Limits are the [tasks] table (config.TaskLimits).
+type Limits struct {
+	// Retention is how long a task's state and result stay queryable
+	// after its deadline.
+	Retention time.Duration
+	// DefaultTimeout is the lifetime of a task whose caller and tool set
+	// none; MaxTimeout caps every lifetime (0: package task's defaults).
+	DefaultTimeout, MaxTimeout time.Duration
+	// MaxActive bounds the tasks that are not terminal (0:
+	// DefaultMaxActive).
+	MaxActive int
+	// PurgeInterval is how often expired tasks are deleted (0:
+	// DefaultPurgeInterval).
+	PurgeInterval time.Duration
+}
+
+// Quotas are the [quotas] table (config.Quotas). The service enforces a
+// caller's settled tasks kept and the bytes its tasks keep (quota.go; 0 is
+// no quota); the gateway enforces the rest.
+type Quotas struct {
+	FinishedTasksPerCaller   int
+	StoredBytesPerCaller     int64
+	VersionsPerRegistrant    int
+	SubscriptionsPerEndpoint int
+	SubscriptionsTotal       int
 }
 
 // Service runs the tasks of the hosted endpoints. It is safe for
@@ -225,10 +247,11 @@ func New(store *db.Store, opts Options) (*Service, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Service{
-		store:     store,
-		id:        opts.Instance,
-		gc:        gc,
-		m:         task.NewMachine(opts.Machine),
+		store: store,
+		id:    opts.Instance,
+		gc:    gc,
+		m: task.NewMachine(task.Config{Retention: opts.Retention, ReplayWindow: opts.ReplayWindow,
+			DefaultTimeout: opts.DefaultTimeout, MaxTimeout: opts.MaxTimeout}),
 		opts:      opts,
 		clock:     clock,
 		log:       log,

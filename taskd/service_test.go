@@ -492,8 +492,8 @@ func TestInputExpiryReissues(t *testing.T) {
 // its replay record still answers.
 func TestRetentionAndPurge(t *testing.T) {
 	e := newEnv(t, withOptions(func(o *taskd.Options) {
-		o.Machine.Retention = time.Hour
-		o.Machine.ReplayWindow = 48 * time.Hour
+		o.Retention = time.Hour
+		o.ReplayWindow = 48 * time.Hour
 		o.PurgeInterval = 24 * time.Hour
 	}))
 	ctx := context.Background()

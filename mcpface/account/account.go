@@ -113,25 +113,31 @@ type Options struct {
 	// Server is host:port, or empty: the domain's SRV record, then port
 	// 5222.
 	Server string
-	// QueueMax bounds the queued messages, QueueMaxBytes their bytes as
-	// stored (0: no byte bound; the newest message is always kept).
-	QueueMax      int
-	QueueMaxBytes int64
+	// Queue is the [mcp] table's bounds of the queue.
+	Queue
 	// AcceptFrom is whose messages are queued: AcceptSubscribed (also
 	// when empty), AcceptRoster or AcceptAnyone. Message errors always
 	// pass it.
 	AcceptFrom string
-	// SenderRate (messages a second; 0: no limit) and SenderBurst bound
-	// the messages one sender (bare JID) may have queued.
-	SenderRate  float64
-	SenderBurst int
-	Store       *Store
-	Log         *slog.Logger
+	Store      *Store
+	Log        *slog.Logger
 	// DialOptions are passed to c2s.Dial (tests: a private CA).
 	DialOptions []c2s.Option
 	// PingInterval and PingTimeout: zero takes DefaultPingInterval and
 	// DefaultPingTimeout.
 	PingInterval, PingTimeout time.Duration
+}
+
+// Queue bounds an account's queue; app makes it from config.MCPQueue by
+// conversion. QueueMax bounds the queued messages, QueueMaxBytes their
+// bytes as stored (0: no byte bound; the newest message is always kept).
+// SenderRateLimit (messages a second; 0: no limit) and SenderRateBurst
+// bound the messages one sender (bare JID) may have queued.
+type Queue struct {
+	QueueMax        int
+	QueueMaxBytes   int64
+	SenderRateLimit float64
+	SenderRateBurst int
 }
 
 // Account is one XMPP account's session: it logs in, fetches the roster,

@@ -94,7 +94,7 @@ func TestKeepaliveDropsSilentStream(t *testing.T) {
 	store, _ := openStore(t, pgtest.Location(t, filepath.Join(t.TempDir(), "mcp.db")))
 	acct := account.New(account.Options{
 		JID: jid.MustParse("keep@" + e.HomeDomain), Password: "keeppw", Server: ln.Addr().String(),
-		QueueMax: 10, Store: store, Log: slog.New(slog.NewTextHandler(log, nil)),
+		Queue: account.Queue{QueueMax: 10}, Store: store, Log: slog.New(slog.NewTextHandler(log, nil)),
 		PingInterval: 200 * time.Millisecond, PingTimeout: 500 * time.Millisecond,
 	})
 	done := make(chan struct{})

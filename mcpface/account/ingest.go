@@ -94,7 +94,7 @@ func (a *Account) accepts(bare string) bool {
 
 // allow takes one token of bare's bucket.
 func (a *Account) allow(bare string, now time.Time) bool {
-	rate, burst := a.opts.SenderRate, float64(a.opts.SenderBurst)
+	rate, burst := a.opts.SenderRateLimit, float64(a.opts.SenderRateBurst)
 	if rate <= 0 {
 		return true
 	}

@@ -111,7 +111,7 @@ func TestAcceptFrom(t *testing.T) {
 // a subscribed contact's are, and the session never waits: with no writer
 // running, offering them all takes no disk at all.
 func TestStrangerFloodNotQueued(t *testing.T) {
-	a, store := ingestAccount(t, Options{SenderRate: 1, SenderBurst: 20})
+	a, store := ingestAccount(t, Options{Queue: Queue{SenderRateLimit: 1, SenderRateBurst: 20}})
 	// No writer runs yet: had offering waited for the disk, this would
 	// never return (a bound in seconds here would fail on a busy machine).
 	for i := range 300 {
@@ -136,7 +136,7 @@ func TestStrangerFloodNotQueued(t *testing.T) {
 // TestSenderRateAndBytes: past the sender's rate nothing more is queued,
 // and queue_max_bytes bounds the queue (the newest kept).
 func TestSenderRateAndBytes(t *testing.T) {
-	a, store := ingestAccount(t, Options{SenderRate: 1, SenderBurst: 20, QueueMaxBytes: 64 << 10})
+	a, store := ingestAccount(t, Options{Queue: Queue{SenderRateLimit: 1, SenderRateBurst: 20, QueueMaxBytes: 64 << 10}})
 	runWriter(t, a)
 	start := time.Now()
 	for i := range 300 {

@@ -34,7 +34,7 @@ func serveAccount(t *testing.T, tokens []mcpface.Token) served {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	acct := account.New(account.Options{JID: jid.MustParse(alice), Store: store.Store, QueueMax: 10})
+	acct := account.New(account.Options{JID: jid.MustParse(alice), Store: store.Store, Queue: account.Queue{QueueMax: 10}})
 	srv, err := mcpface.New(ctx, acct, store, mcpface.Options{CheckScopes: true})
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"agentgw/db"
+	"agentgw/db/mcpstate"
 )
 
 // ErrNotFound is returned for an unknown message id.
@@ -19,13 +20,13 @@ var ErrNotFound = errors.New("mcpface: no such message")
 // kept by package db in the store that `[mcp] database` names. Its
 // exported methods each own one transaction.
 type Store struct {
-	db *db.Store
+	db mcpstate.Store
 	// Now is the clock; tests may replace it.
 	Now func() time.Time
 }
 
 // NewStore is the message queue in d.
-func NewStore(d *db.Store) *Store { return &Store{db: d, Now: time.Now} }
+func NewStore(d *db.Store) *Store { return &Store{db: mcpstate.Of(d), Now: time.Now} }
 
 // Stored is a queued message with our own identifier.
 type Stored struct {
@@ -63,16 +64,16 @@ func (s *Store) PushBatch(ctx context.Context, account string, ms []MessageRespo
 	}
 	now := s.Now()
 	out := make([]Stored, len(ms))
-	rows := make([]db.MCPMessage, len(ms))
+	rows := make([]mcpstate.Message, len(ms))
 	for i, m := range ms {
 		raw, err := json.Marshal(m)
 		if err != nil {
 			return nil, nil, err
 		}
 		out[i] = Stored{ID: newID(), ReceivedAt: now, Message: m}
-		rows[i] = db.MCPMessage{ID: out[i].ID, ReceivedAt: now, Message: raw}
+		rows[i] = mcpstate.Message{ID: out[i].ID, ReceivedAt: now, Message: raw}
 	}
-	dropped, err := s.db.MCPPushMessages(ctx, account, rows, max, maxBytes)
+	dropped, err := s.db.PushMessages(ctx, account, rows, max, maxBytes)
 	if err != nil {
 		return nil, nil, fmt.Errorf("store message: %w", err)
 	}
@@ -82,13 +83,13 @@ func (s *Store) PushBatch(ctx context.Context, account string, ms []MessageRespo
 // QueuedBytes returns the bytes of the messages of account as stored,
 // and how many there are.
 func (s *Store) QueuedBytes(ctx context.Context, account string) (bytes int64, n int, err error) {
-	return s.db.MCPQueuedBytes(ctx, account)
+	return s.db.QueuedBytes(ctx, account)
 }
 
 // Oldest returns the oldest message of account without removing it;
 // ErrNotFound if there is none.
 func (s *Store) Oldest(ctx context.Context, account string) (Stored, error) {
-	return stored(s.db.MCPMessage(ctx, account, ""))
+	return stored(s.db.Message(ctx, account, ""))
 }
 
 // Get returns the message id of account; ErrNotFound if it is not queued.
@@ -96,11 +97,11 @@ func (s *Store) Get(ctx context.Context, account, id string) (Stored, error) {
 	if id == "" {
 		return Stored{}, ErrNotFound
 	}
-	return stored(s.db.MCPMessage(ctx, account, id))
+	return stored(s.db.Message(ctx, account, id))
 }
 
 // stored decodes what the store returned.
-func stored(m db.MCPMessage, err error) (Stored, error) {
+func stored(m mcpstate.Message, err error) (Stored, error) {
 	if errors.Is(err, db.ErrNotFound) {
 		return Stored{}, ErrNotFound
 	}
@@ -117,12 +118,12 @@ func stored(m db.MCPMessage, err error) (Stored, error) {
 // Take returns and removes the message id of account (the oldest when id
 // is empty); ErrNotFound if there is none.
 func (s *Store) Take(ctx context.Context, account, id string) (Stored, error) {
-	return stored(s.db.MCPTakeMessage(ctx, account, id))
+	return stored(s.db.TakeMessage(ctx, account, id))
 }
 
 // List returns the queued messages of account, oldest first.
 func (s *Store) List(ctx context.Context, account string) ([]Stored, error) {
-	ms, err := s.db.MCPMessages(ctx, account)
+	ms, err := s.db.Messages(ctx, account)
 	if err != nil {
 		return nil, err
 	}
@@ -140,5 +141,5 @@ func (s *Store) List(ctx context.Context, account string) ([]Stored, error) {
 // Dropped returns how many messages of account were dropped past the
 // bound since the store was created.
 func (s *Store) Dropped(ctx context.Context, account string) (int64, error) {
-	return s.db.MCPDropped(ctx, account)
+	return s.db.Dropped(ctx, account)
 }

@@ -1,4 +1,4 @@
-package db
+package storecopy
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 
+	"agentgw/db"
+	"agentgw/db/internal/storetx"
 	"agentgw/internal/pgtest"
 )
 
@@ -14,16 +16,21 @@ import (
 // unnoticed.
 func TestCopyCoversSchema(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, pgtest.Location(t, filepath.Join(t.TempDir(), "gw.db")))
+	s, err := db.Open(ctx, pgtest.Location(t, filepath.Join(t.TempDir(), "gw.db")))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	q := `SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'`
-	if s.pg {
+	if pgtest.OnPostgres() {
 		q = `SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'`
 	}
-	rows, err := s.reader.QueryContext(ctx, q)
+	tx, err := storetx.Of(s).BeginRead(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	rows, err := tx.Query(ctx, q)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +43,7 @@ func TestCopyCoversSchema(t *testing.T) {
 		}
 		n++
 		if !slices.Contains(copyTables, name) && !slices.Contains(derivedTables, name) {
-			t.Errorf("table %s is neither in copyTables nor in derivedTables (copy.go)", name)
+			t.Errorf("table %s is neither in copyTables nor in derivedTables (storecopy.go)", name)
 		}
 	}
 	if err := rows.Err(); err != nil || n < len(copyTables) {

@@ -1,4 +1,7 @@
-package db
+// Package storecopy moves a store from one engine to the other: every row
+// that is not derived, in one write transaction of the target read from
+// one snapshot of the source, then checked (`agentgw store copy`).
+package storecopy
 
 import (
 	"bytes"
@@ -7,6 +10,9 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"agentgw/db"
+	"agentgw/db/internal/storetx"
 )
 
 // copyTables are the tables Copy moves, parents first (foreign keys). The
@@ -53,8 +59,8 @@ var derivedTables = []string{
 	"agentgw_schema",
 }
 
-// CopyReport is what Copy moved: rows per table, in copyTables' order.
-type CopyReport struct {
+// Report is what Copy moved: rows per table, in copyTables' order.
+type Report struct {
 	Tables []TableCount
 }
 
@@ -74,11 +80,11 @@ var ErrNotEmpty = fmt.Errorf("db: copy: the target store is not empty")
 // from its canonical bytes), and the counters the target derived.
 // A write to src after the snapshot is not in dst: stop the gateways
 // first.
-func Copy(ctx context.Context, src, dst *Store) (CopyReport, error) {
+func Copy(ctx context.Context, src, dst *db.Store) (Report, error) {
 	return copyStore(ctx, src, dst, copyTables)
 }
 
-// mcpTables are the tables of the state of `agentgw mcp` (mcpstate.go).
+// mcpTables are the tables of the state of `agentgw mcp` (db/mcpstate).
 var mcpTables = []string{"mcp_message", "mcp_dropped", "mcp_task"}
 
 // CopyMCP copies the state of `agentgw mcp` alone (its queue, drop counts
@@ -86,27 +92,27 @@ var mcpTables = []string{"mcp_message", "mcp_dropped", "mcp_task"}
 // counts. Only those tables of dst must be empty: dst may be the store of
 // a gateway, such as a PostgreSQL database that `[mcp] database` and
 // `[database] url` share.
-func CopyMCP(ctx context.Context, src, dst *Store) (CopyReport, error) {
+func CopyMCP(ctx context.Context, src, dst *db.Store) (Report, error) {
 	return copyStore(ctx, src, dst, mcpTables)
 }
 
 // copyStore copies tables, a subsequence of copyTables, from src to dst;
 // the manifests and counters are checked when they are copied.
-func copyStore(ctx context.Context, src, dst *Store, tables []string) (CopyReport, error) {
-	var rep CopyReport
-	if err := dst.checkEmpty(ctx, tables); err != nil {
+func copyStore(ctx context.Context, src, dst *db.Store, tables []string) (Report, error) {
+	var rep Report
+	if err := checkEmpty(ctx, dst, tables); err != nil {
 		return rep, err
 	}
-	rt, err := src.beginRead(ctx)
+	rt, err := storetx.Of(src).BeginRead(ctx)
 	if err != nil {
 		return rep, fmt.Errorf("db: copy: %w", err)
 	}
-	defer rt.rollback()
-	wt, err := dst.beginWrite(ctx)
+	defer rt.Rollback()
+	wt, err := storetx.Of(dst).BeginWrite(ctx)
 	if err != nil {
 		return rep, fmt.Errorf("db: copy: %w", err)
 	}
-	defer wt.rollback()
+	defer wt.Rollback()
 	for _, table := range tables {
 		n, err := copyTable(ctx, rt, wt, table)
 		if err != nil {
@@ -114,27 +120,25 @@ func copyStore(ctx context.Context, src, dst *Store, tables []string) (CopyRepor
 		}
 		rep.Tables = append(rep.Tables, TableCount{table, n})
 	}
-	if dst.pg {
-		if err := pgAdvanceIdentities(ctx, wt); err != nil {
-			return rep, fmt.Errorf("db: copy: %w", err)
-		}
+	if err := wt.ResetIdentities(ctx); err != nil {
+		return rep, fmt.Errorf("db: copy: %w", err)
 	}
-	if err := wt.commit(); err != nil {
+	if err := wt.Commit(); err != nil {
 		return rep, fmt.Errorf("db: copy: commit: %w", err)
 	}
 	return rep, verifyCopy(ctx, rt, dst, rep, slices.Contains(tables, "manifest_version"))
 }
 
 // checkEmpty fails with ErrNotEmpty if any of tables of s has a row.
-func (s *Store) checkEmpty(ctx context.Context, tables []string) error {
-	t, err := s.beginRead(ctx)
+func checkEmpty(ctx context.Context, s *db.Store, tables []string) error {
+	t, err := storetx.Of(s).BeginRead(ctx)
 	if err != nil {
 		return fmt.Errorf("db: copy: %w", err)
 	}
-	defer t.rollback()
+	defer t.Rollback()
 	for _, table := range tables {
 		var one int
-		err := t.queryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM `+table+` LIMIT 1) AS one`).Scan(&one)
+		err := t.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM `+table+` LIMIT 1) AS one`).Scan(&one)
 		if err != nil {
 			return fmt.Errorf("db: copy: %s: %w", table, err)
 		}
@@ -147,8 +151,8 @@ func (s *Store) checkEmpty(ctx context.Context, tables []string) error {
 
 // copyTable copies table's rows from rt to wt, column by name, in the
 // order of its first column.
-func copyTable(ctx context.Context, rt, wt *txn, table string) (int64, error) {
-	rows, err := rt.query(ctx, `SELECT * FROM `+table+` ORDER BY 1`)
+func copyTable(ctx context.Context, rt, wt storetx.Tx, table string) (int64, error) {
+	rows, err := rt.Query(ctx, `SELECT * FROM `+table+` ORDER BY 1`)
 	if err != nil {
 		return 0, err
 	}
@@ -169,7 +173,7 @@ func copyTable(ctx context.Context, rt, wt *txn, table string) (int64, error) {
 		if err := rows.Scan(ptrs...); err != nil {
 			return n, err
 		}
-		if _, err := wt.exec(ctx, insert, vals...); err != nil {
+		if _, err := wt.Exec(ctx, insert, vals...); err != nil {
 			return n, err
 		}
 		n++
@@ -177,48 +181,17 @@ func copyTable(ctx context.Context, rt, wt *txn, table string) (int64, error) {
 	return n, rows.Err()
 }
 
-// pgAdvanceIdentities moves every identity column's sequence past the
-// rows copied with explicit values, so that the next insert does not
-// collide with them.
-func pgAdvanceIdentities(ctx context.Context, t *txn) error {
-	rows, err := t.tx.QueryContext(ctx, `SELECT table_name, column_name FROM information_schema.columns
-		WHERE table_schema = current_schema() AND is_identity = 'YES'`)
-	if err != nil {
-		return err
-	}
-	var idents [][2]string
-	for rows.Next() {
-		var tc [2]string
-		if err := rows.Scan(&tc[0], &tc[1]); err != nil {
-			rows.Close()
-			return err
-		}
-		idents = append(idents, tc)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	for _, tc := range idents {
-		q := `SELECT setval(pg_get_serial_sequence($1, $2), coalesce((SELECT max(` + tc[1] + `) FROM ` + tc[0] + `), 0) + 1, false)`
-		if _, err := t.tx.ExecContext(ctx, q, tc[0], tc[1]); err != nil {
-			return fmt.Errorf("%s.%s: %w", tc[0], tc[1], err)
-		}
-	}
-	return nil
-}
-
 // verifyCopy checks dst against the snapshot rt of src: counts, and with
 // full the manifest hashes and the counters dst derived.
-func verifyCopy(ctx context.Context, rt *txn, dst *Store, rep CopyReport, full bool) error {
-	t, err := dst.beginRead(ctx)
+func verifyCopy(ctx context.Context, rt storetx.Tx, dst *db.Store, rep Report, full bool) error {
+	t, err := storetx.Of(dst).BeginRead(ctx)
 	if err != nil {
 		return fmt.Errorf("db: copy: verify: %w", err)
 	}
-	defer t.rollback()
+	defer t.Rollback()
 	for _, tc := range rep.Tables {
 		var n int64
-		if err := t.queryRow(ctx, `SELECT count(*) FROM `+tc.Table).Scan(&n); err != nil {
+		if err := t.QueryRow(ctx, `SELECT count(*) FROM `+tc.Table).Scan(&n); err != nil {
 			return fmt.Errorf("db: copy: verify: %s: %w", tc.Table, err)
 		}
 		if n != tc.Rows {
@@ -241,7 +214,7 @@ func verifyCopy(ctx context.Context, rt *txn, dst *Store, rep CopyReport, full b
 	}) {
 		return fmt.Errorf("db: copy: verify: the manifest versions differ from the source's")
 	}
-	t.rollback()
+	t.Rollback()
 	drift, err := dst.CheckCounters(ctx)
 	if err != nil {
 		return fmt.Errorf("db: copy: verify: %w", err)
@@ -260,8 +233,8 @@ type versionHash struct {
 
 // versionHashes lists every manifest version with its stored hash, after
 // checking the hash against the canonical bytes it was made from.
-func versionHashes(ctx context.Context, t *txn) ([]versionHash, error) {
-	rows, err := t.query(ctx, `SELECT endpoint_jid, version, hash, canonical FROM manifest_version ORDER BY endpoint_jid, version`)
+func versionHashes(ctx context.Context, t storetx.Tx) ([]versionHash, error) {
+	rows, err := t.Query(ctx, `SELECT endpoint_jid, version, hash, canonical FROM manifest_version ORDER BY endpoint_jid, version`)
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package db
+package pg
 
 import "testing"
 
@@ -12,20 +12,20 @@ func TestPgRewrite(t *testing.T) {
 		{"SELECT id FROM q ORDER BY seq DESC LIMIT -1 OFFSET ?", "SELECT id FROM q ORDER BY seq DESC LIMIT ALL OFFSET $1"},
 		{"SELECT SUM(length(doc)) FROM task", "SELECT SUM(octet_length(doc)) FROM task"},
 	} {
-		if got := pgRewrite(c.in); got != c.want {
-			t.Errorf("pgRewrite(%q)\n = %q\nwant %q", c.in, got, c.want)
+		if got := rewrite(c.in); got != c.want {
+			t.Errorf("rewrite(%q)\n = %q\nwant %q", c.in, got, c.want)
 		}
 	}
 }
 
-func TestRedactURL(t *testing.T) {
+func TestRedact(t *testing.T) {
 	for in, want := range map[string]string{
 		"postgres://u:pw@h:5432/d?sslmode=disable": "postgres://u:xxxxx@h:5432/d?sslmode=disable",
 		"postgres://h/d?password=pw":               "postgres://h/d?password=xxxxx",
 		"postgres://u@h/d":                         "postgres://u@h/d",
 	} {
-		if got := RedactURL(in); got != want {
-			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)
+		if got := Redact(in); got != want {
+			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

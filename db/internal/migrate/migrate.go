@@ -1,4 +1,9 @@
-package db
+// Package migrate holds the schema of each of the store's engines and
+// brings a database to it: schema.sql and its migrations for SQLite
+// (keyed by PRAGMA user_version, the file backed up before it changes),
+// schema_pg.sql and its migrations for PostgreSQL, and the conversion of
+// the old `agentgw mcp` file. Only package db calls it, at Open.
+package migrate
 
 import (
 	"context"
@@ -7,6 +12,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+
+	_ "agentgw/db/internal/searchtext" // the SQL functions of the search triggers
 )
 
 // schema is the current schema, run on a fresh database.
@@ -21,9 +28,10 @@ var schema string
 // empty file, which gets schema.sql instead.
 //
 // Every migration is in this file, in order: the longer ones as the
-// constants below the list. To change the schema: edit schema.sql, append
-// the migration here, and add a frozen copy of the previous schema with
-// data to testdata/ plus a row to the upgrade test's table.
+// constants below the list; the files the comments name are package db's.
+// To change the schema: edit schema.sql, append the migration here, and
+// add a frozen copy of the previous schema with data to db/testdata/ plus
+// a row to the upgrade test's table (db/db_test.go).
 //
 // A migration runs inside a transaction, where PRAGMA foreign_keys cannot be
 // changed; a table rebuild must keep foreign keys valid at every statement.
@@ -66,7 +74,7 @@ var migrations = []string{
 	// on one store (lease.go).
 	leaseMigration,
 	// 11 → 12: the state of `agentgw mcp`, moved into the store
-	// (mcpstate.go).
+	// (db/mcpstate).
 	mcpStateMigration,
 }
 
@@ -458,8 +466,8 @@ INSERT INTO task_lease (task_id, holder, lease_until) SELECT id, '', 0 FROM task
 `
 
 // mcpStateMigration turns schema version 11 into version 12: the state of
-// `agentgw mcp` (mcpstate.go), which had a SQLite file and schema of its
-// own before (mcplegacy.go turns such a file into a store). schema.sql
+// `agentgw mcp` (db/mcpstate), which had a SQLite file and schema of its
+// own before (legacy.go turns such a file into a store). schema.sql
 // holds the same tables; once shipped, never edit this.
 const mcpStateMigration = `
 CREATE TABLE mcp_message (
@@ -516,8 +524,7 @@ const maxBackupSuffix = 99
 
 // Schema is one SQLite database's schema, as the one migration runner
 // (Schema.Migrate) keeps it: the gateway's (schema.sql and migrations
-// above) and the store of `agentgw mcp` (mcpface/store.go) follow the
-// same rules.
+// above; the files they name are package db's).
 type Schema struct {
 	// Name names the database in errors ("db", "mcp store").
 	Name string
@@ -533,10 +540,16 @@ type Schema struct {
 // gatewaySchema is the gateway's database.
 var gatewaySchema = Schema{Name: "db", Create: schema, Migrations: migrations}
 
-// migrate brings the gateway's database at path, behind writer, to
-// len(migrations).
-func migrate(ctx context.Context, writer *sql.DB, path string) (Migration, error) {
-	return gatewaySchema.Migrate(ctx, writer, path)
+// SQLite brings the store's SQLite database at path, behind writer (its
+// first connection, which makes a new file a WAL database), to the current
+// schema: a file of the old `agentgw mcp` store is converted (legacy.go),
+// any other migrated by Schema.Migrate.
+func SQLite(ctx context.Context, writer *sql.DB, path string) (Migration, error) {
+	migration, legacy, err := convertLegacyMCP(ctx, writer, path)
+	if err == nil && !legacy {
+		migration, err = gatewaySchema.Migrate(ctx, writer, path)
+	}
+	return migration, err
 }
 
 // Version is the schema version this binary writes.
@@ -617,7 +630,7 @@ func preMigrationBackup(ctx context.Context, name, path string, to int) (string,
 		} else if !errors.Is(err, os.ErrNotExist) {
 			return "", fmt.Errorf("%s: migrate: backup: %w", name, err)
 		}
-		if err := backupFile(ctx, path, dest); err != nil {
+		if err := BackupFile(ctx, path, dest); err != nil {
 			return "", fmt.Errorf("%s: migrate: backup before schema version %d: %w", name, to, err)
 		}
 		return dest, nil
@@ -648,7 +661,6 @@ func checkForeignKeys(ctx context.Context, name string, tx *sql.Tx) error {
 	return nil
 }
 
-// SchemaVersions are the schema versions this binary writes: SQLite's and
-// PostgreSQL's. Gateways sharing a store may be upgraded one at a time only
-// between binaries that print the same (docs/deploy.md).
-func SchemaVersions() (sqlite, postgres int) { return len(migrations), len(pgMigrations) }
+// Versions are the schema versions this binary writes: SQLite's and
+// PostgreSQL's.
+func Versions() (sqlite, postgres int) { return len(migrations), len(pgMigrations) }

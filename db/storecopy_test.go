@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"agentgw/db"
+	"agentgw/db/mcpstate"
+	"agentgw/db/storecopy"
 	"agentgw/internal/pgtest"
 )
 
@@ -69,19 +71,19 @@ func TestCopy(t *testing.T) {
 	}
 	// The state of `agentgw mcp`.
 	now := time.UnixMilli(1_800_000_000_000)
-	if _, err := src.MCPPushMessages(ctx, "bob@example.org", []db.MCPMessage{{ID: "mq1", ReceivedAt: now, Message: []byte(`{"Body":"one"}`)},
+	if _, err := mcpstate.Of(src).PushMessages(ctx, "bob@example.org", []mcpstate.Message{{ID: "mq1", ReceivedAt: now, Message: []byte(`{"Body":"one"}`)},
 		{ID: "mq2", ReceivedAt: now, Message: []byte(`{"Body":"two"}`)}}, 1, 0); err != nil {
 		t.Fatal(err)
 	}
-	mtask := db.MCPTask{ID: "mcptask-1", Owner: "account:bob@example.org", Account: "bob@example.org", Endpoint: "calendar@agents.example",
+	mtask := mcpstate.Task{ID: "mcptask-1", Owner: "account:bob@example.org", Account: "bob@example.org", Endpoint: "calendar@agents.example",
 		XMPPTaskID: "task-1", RequestID: "req-1", Version: "2", Tool: "t", Hash: [32]byte{1, 31: 2}, Status: "working", XMPPState: "running",
 		Created: now, Updated: now, RetainUntil: now.Add(time.Hour), TTL: time.Hour}
-	if err := src.MCPCreateTask(ctx, mtask, now); err != nil {
+	if err := mcpstate.Of(src).CreateTask(ctx, mtask, now); err != nil {
 		t.Fatal(err)
 	}
 
 	dst := otherEngine(t)
-	rep, err := db.Copy(ctx, src, dst)
+	rep, err := storecopy.Copy(ctx, src, dst)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,19 +129,19 @@ func TestCopy(t *testing.T) {
 	if err := dst.ChatConsent(ctx, "calendar@agents.example", "alice@example.org", time.Hour); err != nil {
 		t.Errorf("consent on the target: %v", err)
 	}
-	if ms, err := dst.MCPMessages(ctx, "bob@example.org"); err != nil || len(ms) != 1 || ms[0].ID != "mq2" || string(ms[0].Message) != `{"Body":"two"}` {
+	if ms, err := mcpstate.Of(dst).Messages(ctx, "bob@example.org"); err != nil || len(ms) != 1 || ms[0].ID != "mq2" || string(ms[0].Message) != `{"Body":"two"}` {
 		t.Errorf("mcp messages on the target: %+v, %v", ms, err)
 	}
-	if n, err := dst.MCPDropped(ctx, "bob@example.org"); err != nil || n != 1 {
+	if n, err := mcpstate.Of(dst).Dropped(ctx, "bob@example.org"); err != nil || n != 1 {
 		t.Errorf("mcp drops on the target: %d, %v", n, err)
 	}
-	if got, err := dst.MCPTask(ctx, "bob@example.org", mtask.Owner, mtask.ID, now); err != nil || got.Hash != mtask.Hash || got.XMPPState != "running" {
+	if got, err := mcpstate.Of(dst).Task(ctx, "bob@example.org", mtask.Owner, mtask.ID, now); err != nil || got.Hash != mtask.Hash || got.XMPPState != "running" {
 		t.Errorf("mcp task on the target: %+v, %v", got, err)
 	}
-	if _, err := dst.MCPPushMessages(ctx, "bob@example.org", []db.MCPMessage{{ID: "mq3", ReceivedAt: now, Message: []byte(`{}`)}}, 10, 0); err != nil {
+	if _, err := mcpstate.Of(dst).PushMessages(ctx, "bob@example.org", []mcpstate.Message{{ID: "mq3", ReceivedAt: now, Message: []byte(`{}`)}}, 10, 0); err != nil {
 		t.Errorf("an mcp message on the target after the copy: %v", err)
 	}
-	if ms, _ := dst.MCPMessages(ctx, "bob@example.org"); len(ms) != 2 || ms[1].ID != "mq3" {
+	if ms, _ := mcpstate.Of(dst).Messages(ctx, "bob@example.org"); len(ms) != 2 || ms[1].ID != "mq3" {
 		t.Errorf("mcp messages after a new one: %+v", ms)
 	}
 	// The target goes on: new rows after the copied ones.
@@ -155,7 +157,7 @@ func TestCopy(t *testing.T) {
 		t.Errorf("counters on the target: %v, %v", drift, err)
 	}
 
-	if _, err := db.Copy(ctx, src, dst); !errors.Is(err, db.ErrNotEmpty) {
+	if _, err := storecopy.Copy(ctx, src, dst); !errors.Is(err, storecopy.ErrNotEmpty) {
 		t.Errorf("a second copy into the same target: %v, want ErrNotEmpty", err)
 	}
 }
@@ -181,36 +183,36 @@ func TestCopyMCP(t *testing.T) {
 	ctx := context.Background()
 	src, _ := newStore(t)
 	now := time.UnixMilli(1_800_000_000_000)
-	if _, err := src.MCPPushMessages(ctx, "bob@example.org", []db.MCPMessage{{ID: "mq1", ReceivedAt: now, Message: []byte(`{"Body":"one"}`)}}, 10, 0); err != nil {
+	if _, err := mcpstate.Of(src).PushMessages(ctx, "bob@example.org", []mcpstate.Message{{ID: "mq1", ReceivedAt: now, Message: []byte(`{"Body":"one"}`)}}, 10, 0); err != nil {
 		t.Fatal(err)
 	}
-	task := db.MCPTask{ID: "mcptask-1", Owner: "account:bob@example.org", Account: "bob@example.org", Hash: [32]byte{7},
+	task := mcpstate.Task{ID: "mcptask-1", Owner: "account:bob@example.org", Account: "bob@example.org", Hash: [32]byte{7},
 		Status: "working", XMPPState: "running", Created: now, Updated: now, RetainUntil: now.Add(time.Hour), TTL: time.Hour}
-	if err := src.MCPCreateTask(ctx, task, now); err != nil {
+	if err := mcpstate.Of(src).CreateTask(ctx, task, now); err != nil {
 		t.Fatal(err)
 	}
 	dst := otherEngine(t)
 	mustRegister(t, dst, manifest("calendar@agents.example", "1", "calendar", "Calendar"))
-	if _, err := db.Copy(ctx, src, dst); !errors.Is(err, db.ErrNotEmpty) {
+	if _, err := storecopy.Copy(ctx, src, dst); !errors.Is(err, storecopy.ErrNotEmpty) {
 		t.Fatalf("a whole copy into a gateway's store: %v, want ErrNotEmpty", err)
 	}
-	rep, err := db.CopyMCP(ctx, src, dst)
+	rep, err := storecopy.CopyMCP(ctx, src, dst)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Tables) != 3 || rep.Tables[0] != (db.TableCount{Table: "mcp_message", Rows: 1}) || rep.Tables[2] != (db.TableCount{Table: "mcp_task", Rows: 1}) {
+	if len(rep.Tables) != 3 || rep.Tables[0] != (storecopy.TableCount{Table: "mcp_message", Rows: 1}) || rep.Tables[2] != (storecopy.TableCount{Table: "mcp_task", Rows: 1}) {
 		t.Errorf("report %+v", rep)
 	}
-	if ms, err := dst.MCPMessages(ctx, "bob@example.org"); err != nil || len(ms) != 1 || string(ms[0].Message) != `{"Body":"one"}` {
+	if ms, err := mcpstate.Of(dst).Messages(ctx, "bob@example.org"); err != nil || len(ms) != 1 || string(ms[0].Message) != `{"Body":"one"}` {
 		t.Errorf("messages on the target: %+v, %v", ms, err)
 	}
-	if got, err := dst.MCPTask(ctx, "bob@example.org", task.Owner, task.ID, now); err != nil || got.Hash != task.Hash {
+	if got, err := mcpstate.Of(dst).Task(ctx, "bob@example.org", task.Owner, task.ID, now); err != nil || got.Hash != task.Hash {
 		t.Errorf("task on the target: %+v, %v", got, err)
 	}
 	if v, err := dst.Version(ctx, "calendar@agents.example", "1"); err != nil || v.Name != "calendar" {
 		t.Errorf("the gateway's rows on the target: %+v, %v", v, err)
 	}
-	if _, err := db.CopyMCP(ctx, src, dst); !errors.Is(err, db.ErrNotEmpty) {
+	if _, err := storecopy.CopyMCP(ctx, src, dst); !errors.Is(err, storecopy.ErrNotEmpty) {
 		t.Errorf("a second copy: %v, want ErrNotEmpty", err)
 	}
 }

@@ -1,4 +1,4 @@
-package db
+package migrate
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 // tables message, dropped and mcp_task, at PRAGMA user_version 1 to 3 of
 // that schema. Open turns such a file into a store in place, in one
 // transaction, after a backup: the old schema is brought to its last
-// version, its rows move to the store's mcp_* tables (mcpstate.go), and
+// version, its rows move to the store's mcp_* tables (package db/mcpstate), and
 // the old tables go. The file then is a store like any other, whose
 // gateway tables are empty.
 
@@ -82,13 +82,17 @@ ALTER TABLE dropped RENAME TO legacy_mcp_dropped;
 ALTER TABLE mcp_task RENAME TO legacy_mcp_task;
 `
 
+// legacyMCPTaskColumns are the columns of the old store's mcp_task (version
+// 3), which the schema's mcp_task has too.
+const legacyMCPTaskColumns = "id, owner, account, endpoint, xmpp_task_id, request_id, version, hash, tool, status, xmpp_state, revision, created_at, updated_at, retain_until, ttl_ms, result"
+
 // legacyMCPMoveIn moves the old rows into the schema's tables, and drops
 // the old tables.
 const legacyMCPMoveIn = `
 INSERT INTO mcp_message (seq, account, id, received_at, message)
 	SELECT seq, account, id, received_at, CAST(message AS BLOB) FROM legacy_mcp_message;
 INSERT INTO mcp_dropped (account, n) SELECT account, count FROM legacy_mcp_dropped;
-INSERT INTO mcp_task (` + mcpTaskColumns + `) SELECT ` + mcpTaskColumns + ` FROM legacy_mcp_task;
+INSERT INTO mcp_task (` + legacyMCPTaskColumns + `) SELECT ` + legacyMCPTaskColumns + ` FROM legacy_mcp_task;
 DROP TABLE legacy_mcp_message;
 DROP TABLE legacy_mcp_dropped;
 DROP TABLE legacy_mcp_task;
