@@ -40,6 +40,7 @@ const (
 	multiIQTimeout        = 4 * time.Second
 	multiIQTimeoutPG      = 30 * time.Second
 	multiBudget           = 10 * time.Minute
+	multiBudgetPG         = 20 * time.Minute
 )
 
 // multiLedger is the ledger endpoint the ejabberd gateways host.
@@ -282,15 +283,15 @@ func TestTwoGatewaysOnEjabberdKillSQLite(t *testing.T) {
 func twoGatewaysKill(t *testing.T, name, pgURL string, admissions int) {
 	start := time.Now()
 	config, ledger := multiEjabberdConfigOn(t, name, pgURL)
-	engine, iqTimeout := "SQLite", multiIQTimeout
+	engine, iqTimeout, budget := "SQLite", multiIQTimeout, multiBudget
 	if pgURL != "" {
 		// Every statement of a write is a round trip to the server under
 		// the store's write lock; on a loaded machine an admission can
 		// take longer than SQLite's, and a request sent again after 4 s
 		// only adds to the queue.
-		engine, iqTimeout = "PostgreSQL", multiIQTimeoutPG
+		engine, iqTimeout, budget = "PostgreSQL", multiIQTimeoutPG, multiBudgetPG
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), multiBudget)
+	ctx, cancel := context.WithTimeout(context.Background(), budget)
 	defer cancel()
 	a, err := startGatewayWith(ctx, config)
 	if err != nil {
