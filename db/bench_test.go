@@ -30,7 +30,13 @@ func benchJID(i int) string { return fmt.Sprintf("agent%06d@agents.example", i) 
 // durable commits (see BenchmarkRegisterAndActivate).
 func benchStore(b *testing.B, n int) *db.Store {
 	b.Helper()
-	s, _ := openAt(b, newLocation(b))
+	return benchStoreAt(b, newLocation(b), n)
+}
+
+// benchStoreAt is benchStore on the store at location.
+func benchStoreAt(b *testing.B, location string, n int) *db.Store {
+	b.Helper()
+	s, _ := openAt(b, location)
 	vs := make([]db.Version, n)
 	for i := range vs {
 		vs[i] = manifest(benchJID(i), "1.0.0", fmt.Sprintf("agent %d", i), "")
@@ -123,4 +129,57 @@ func BenchmarkRegisterAndActivate(b *testing.B) {
 		}
 		i++
 	}
+}
+
+// BenchmarkSearchPage measures one search page of 50 through Store.Search
+// at 1k and 10k endpoints, from the in-memory index (memory, what a
+// gateway uses up to 100,000 endpoints) and from the engine's own tables
+// (sql, what it uses above): "agent", which every endpoint matches, from
+// the middle; "000777", which one endpoint's JID matches. Run it on both
+// engines (pgtest.RunBoth) to set PostgreSQL beside SQLite. Besides ns/op
+// it reports the median and 99th percentile latency of single calls.
+func BenchmarkSearchPage(b *testing.B) {
+	for _, size := range benchSizes[:2] {
+		b.Run(size.name, func(b *testing.B) {
+			location := newLocation(b)
+			s := benchStoreAt(b, location, size.n)
+			// A second Store on the same database, for the SQL path.
+			sqlOnly, _ := openAt(b, location)
+			db.SQLSearchOnly(sqlOnly)
+			middle := benchJID(size.n / 2)
+			for _, path := range []struct {
+				name string
+				s    *db.Store
+			}{{"memory", s}, {"sql", sqlOnly}} {
+				b.Run(path.name+"/common-middle", func(b *testing.B) {
+					benchSearch(b, path.s, "agent", db.Page{Max: benchPageSize, After: &middle}, benchPageSize)
+				})
+				b.Run(path.name+"/rare", func(b *testing.B) {
+					benchSearch(b, path.s, "000777", db.Page{Max: benchPageSize}, 1)
+				})
+			}
+		})
+	}
+}
+
+// benchSearch runs Search in a loop, checking the first result, and
+// reports latency percentiles.
+func benchSearch(b *testing.B, s *db.Store, query string, p db.Page, wantItems int) {
+	ctx := context.Background()
+	page, err := s.Search(ctx, db.Scope{All: true}, query, p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if len(page.Items) != wantItems {
+		b.Fatalf("Search(%q) = %d items, want %d", query, len(page.Items), wantItems)
+	}
+	latencies := make([]time.Duration, 0, b.N)
+	for b.Loop() {
+		start := time.Now()
+		if _, err := s.Search(ctx, db.Scope{All: true}, query, p); err != nil {
+			b.Fatal(err)
+		}
+		latencies = append(latencies, time.Since(start))
+	}
+	reportPercentiles(b, latencies)
 }

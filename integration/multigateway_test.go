@@ -19,22 +19,28 @@ import (
 	"agentgw/c2s"
 	"agentgw/db"
 	"agentgw/internal/harness"
+	"agentgw/internal/pgtest"
 	"agentgw/task"
 	"agentgw/wire"
 )
 
 // Several gateways on one store (taskd/lease.go): real `agentgw serve`
-// processes sharing one SQLite file, one of them killed with SIGKILL.
+// processes sharing one PostgreSQL database or one SQLite file, one of them
+// killed with SIGKILL.
 
-// Parameters of TestTwoGatewaysOnEjabberdKill, scaled to run in about a
-// minute on a small shared machine (issue 34 asks for 1,000 admissions).
+// Parameters of the two-gateway kill tests: issue 34 asks for 1,000
+// admissions, on PostgreSQL; the SQLite variant, one machine's deployment,
+// takes fewer to keep the suite's time down.
 const (
-	multiAdmissions = 400
-	multiWorkers    = 32
-	multiConns      = 4
-	multiMaxDelay   = 250
-	multiIQTimeout  = 4 * time.Second
-	multiBudget     = 5 * time.Minute
+	multiAdmissions       = 1000
+	multiAdmissionsSQLite = 200
+	multiWorkers          = 32
+	multiConns            = 4
+	multiMaxDelay         = 250
+	multiIQTimeout        = 4 * time.Second
+	multiIQTimeoutPG      = 30 * time.Second
+	multiBudget           = 10 * time.Minute
+	multiBudgetPG         = 20 * time.Minute
 )
 
 // multiLedger is the ledger endpoint the ejabberd gateways host.
@@ -77,9 +83,17 @@ func startGatewayNoWait(t testing.TB, config string) *gatewayProc {
 }
 
 // multiEjabberdConfig writes the configuration of the gateways that share
-// one database as ejabberd's component: the ledger endpoint, which bob may
-// invoke. It returns the configuration's path and the ledger file.
+// one SQLite database as ejabberd's component: the ledger endpoint, which
+// bob may invoke. It returns the configuration's path and the ledger file.
 func multiEjabberdConfig(t *testing.T, name string) (config, ledger string) {
+	t.Helper()
+	return multiEjabberdConfigOn(t, name, "")
+}
+
+// multiEjabberdConfigOn is multiEjabberdConfig on the store at pgURL, a
+// PostgreSQL database, or on SQLite's agentgw.db beside the configuration
+// if pgURL is "".
+func multiEjabberdConfigOn(t *testing.T, name, pgURL string) (config, ledger string) {
 	t.Helper()
 	dir := filepath.Join(suite.dir, name)
 	if err := os.MkdirAll(dir, 0o750); err != nil {
@@ -135,6 +149,9 @@ principals = ["bob@%[3]s"]
 endpoints = [%[4]q]
 tools = ["*"]
 `, harness.RemoteComponentDomain, suite.env.EjabberdComponentAddr, harness.RemoteDomain, multiLedger, tool, ledger, ledgerDir)
+	if pgURL != "" {
+		body = strings.Replace(body, `path = "agentgw.db"`, fmt.Sprintf("url = %q", pgURL), 1)
+	}
 	if err := os.WriteFile(config, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -235,21 +252,46 @@ func multiStream(ctx context.Context, conns []*c2s.Client, workers int, reqs []*
 	return wg
 }
 
-// TestTwoGatewaysOnEjabberdKill: two gateways on one database are both
-// ejabberd's component for one domain; bob's invocations of the ledger
-// tool (a line in a file per execution) are spread over both by ejabberd.
-// One gateway is killed with SIGKILL in the middle of the stream. Every
-// accepted task is found again by its replay, every one settles (those the
-// dead gateway held are taken over by the survivor), and no task's side
-// effect happens twice.
+// TestTwoGatewaysOnEjabberdKill: two gateways on one PostgreSQL database
+// are both ejabberd's component for one domain; bob's 1,000 invocations of
+// the ledger tool (a line in a file per execution) are spread over both by
+// ejabberd. One gateway is killed with SIGKILL in the middle of the
+// stream. Every accepted task is found again by its replay, every one
+// settles (those the dead gateway held are taken over by the survivor),
+// and no task's side effect happens twice.
 func TestTwoGatewaysOnEjabberdKill(t *testing.T) {
 	need(t)
 	if testing.Short() {
 		t.Skip("skipped with -short")
 	}
+	twoGatewaysKill(t, "two-on-ejabberd-pg", pgtest.URL(t), multiAdmissions)
+}
+
+// TestTwoGatewaysOnEjabberdKillSQLite is TestTwoGatewaysOnEjabberdKill on
+// one SQLite file shared by two gateways on one machine, with fewer
+// admissions.
+func TestTwoGatewaysOnEjabberdKillSQLite(t *testing.T) {
+	need(t)
+	if testing.Short() {
+		t.Skip("skipped with -short")
+	}
+	twoGatewaysKill(t, "two-on-ejabberd", "", multiAdmissionsSQLite)
+}
+
+// twoGatewaysKill runs the kill test with admissions invocations on the
+// store at pgURL, or on SQLite if pgURL is "".
+func twoGatewaysKill(t *testing.T, name, pgURL string, admissions int) {
 	start := time.Now()
-	config, ledger := multiEjabberdConfig(t, "two-on-ejabberd")
-	ctx, cancel := context.WithTimeout(context.Background(), multiBudget)
+	config, ledger := multiEjabberdConfigOn(t, name, pgURL)
+	engine, iqTimeout, budget := "SQLite", multiIQTimeout, multiBudget
+	if pgURL != "" {
+		// Every statement of a write is a round trip to the server under
+		// the store's write lock; on a loaded machine an admission can
+		// take longer than SQLite's, and a request sent again after 4 s
+		// only adds to the queue.
+		engine, iqTimeout, budget = "PostgreSQL", multiIQTimeoutPG, multiBudgetPG
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), budget)
 	defer cancel()
 	a, err := startGatewayWith(ctx, config)
 	if err != nil {
@@ -272,7 +314,7 @@ func TestTwoGatewaysOnEjabberdKill(t *testing.T) {
 	_, hash := activeVersionIn(t, config, multiLedger)
 	digest := mustDigest(t, hash)
 	run := newRequestID(t)[4:16]
-	reqs := make([]*multiRequest, multiAdmissions)
+	reqs := make([]*multiRequest, admissions)
 	for i := range reqs {
 		r := &multiRequest{requestID: newRequestID(t), key: fmt.Sprintf("multi-%s-%04d", run, i)}
 		r.payload = marshalTask(t, task.Invoke{
@@ -286,9 +328,11 @@ func TestTwoGatewaysOnEjabberdKill(t *testing.T) {
 		conns[i] = login(t, "bob", harness.RemoteDomain)
 	}
 
+	prober := login(t, "bob", harness.RemoteDomain)
+
 	var accepted, lost, bounced atomic.Int64
 	var failures sync.Map
-	wg := multiStream(ctx, conns, multiWorkers, reqs, multiIQTimeout, &accepted, &lost, &bounced, &failures)
+	wg := multiStream(ctx, conns, multiWorkers, reqs, iqTimeout, &accepted, &lost, &bounced, &failures)
 	defer func() {
 		cancel()
 		wg.Wait()
@@ -310,7 +354,7 @@ func TestTwoGatewaysOnEjabberdKill(t *testing.T) {
 		}
 	}()
 	defer close(progress)
-	for accepted.Load() < multiAdmissions/3 && ctx.Err() == nil {
+	for accepted.Load() < int64(admissions/3) && ctx.Err() == nil {
 		time.Sleep(time.Millisecond)
 	}
 	t.Logf("%v: killing A", time.Since(start).Round(time.Millisecond))
@@ -318,6 +362,11 @@ func TestTwoGatewaysOnEjabberdKill(t *testing.T) {
 	if err := a.cmd.Process.Kill(); err != nil {
 		t.Fatalf("kill: %v", err)
 	}
+	// Failover on ejabberd: how long after the kill -9 the next stanza,
+	// a ping of the endpoint sent after the kill on a connection of its
+	// own, is answered (by the survivor), in the middle of the load.
+	failover := make(chan time.Duration, 1)
+	go func() { failover <- firstAnswer(ctx, prober, multiLedger, time.Now()) }()
 	<-a.done
 	killed := time.Now()
 	wg.Wait()
@@ -349,7 +398,11 @@ func TestTwoGatewaysOnEjabberdKill(t *testing.T) {
 	}
 
 	// Every task settles: those A held are taken over by B.
-	store, err := db.Open(ctx, filepath.Join(filepath.Dir(config), "agentgw.db"))
+	where := pgURL
+	if where == "" {
+		where = filepath.Join(filepath.Dir(config), "agentgw.db")
+	}
+	store, err := db.Open(ctx, where)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -435,8 +488,13 @@ func TestTwoGatewaysOnEjabberdKill(t *testing.T) {
 	if taken == 0 && states[string(task.StateFailed)] > 0 {
 		t.Errorf("no takeover logged by B, but %d tasks failed", states[string(task.StateFailed)])
 	}
-	t.Logf("A killed after %d acceptances; %d accepted in %v (%d answers lost to the kill, %d bounced); B took over %d tasks; all settled %v after the kill; states %v; %d side effects, none twice; total %v",
-		killedAt, accepted.Load(), admitted.Sub(start).Round(time.Millisecond), lost.Load(), bounced.Load(), taken,
+	ejFailover := <-failover
+	if ejFailover < 0 {
+		t.Errorf("no answer to a ping after the kill")
+	}
+	t.Logf("%s: ejabberd failover: a ping sent after the kill -9 was answered %v after it", engine, ejFailover.Round(time.Millisecond))
+	t.Logf("%s: A killed after %d acceptances; %d accepted in %v (%d answers lost to the kill, %d bounced); B took over %d tasks; all settled %v after the kill; states %v; %d side effects, none twice; total %v",
+		engine, killedAt, accepted.Load(), admitted.Sub(start).Round(time.Millisecond), lost.Load(), bounced.Load(), taken,
 		settled.Sub(killed).Round(time.Millisecond), states, executed, time.Since(start).Round(time.Millisecond))
 }
 
@@ -540,4 +598,185 @@ func TestProsodyWaiterTakesOver(t *testing.T) {
 	}
 	t.Logf("Prosody failover: waiter's stream up %v after the kill -9, first answer after %v; the dead gateway's task settled %s at revision %d %v after the kill",
 		up.Round(time.Millisecond), answered.Round(time.Millisecond), st.State, st.Revision, time.Since(killed).Round(time.Millisecond))
+}
+
+// firstAnswer pings to over c, each ping waiting up to a second, until one
+// is answered with a result, and returns how long after since that was;
+// -1 if ctx ends first.
+func firstAnswer(ctx context.Context, c *c2s.Client, to string, since time.Time) time.Duration {
+	for ctx.Err() == nil {
+		ictx, cancel := context.WithTimeout(ctx, time.Second)
+		raw, err := c.IQ(ictx, "get", to, `<ping xmlns='urn:xmpp:ping'/>`)
+		cancel()
+		if err == nil && (strings.Contains(raw, "type='result'") || strings.Contains(raw, `type="result"`)) {
+			return time.Since(since)
+		}
+		if err == nil {
+			// An error (no route yet): ask again shortly.
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	return -1
+}
+
+// floorLedger is the ledger endpoint of the gateways that share a
+// PostgreSQL store as Prosody's second component, harness.FloorDomain
+// (the suite's own gateway holds harness.ComponentDomain).
+const floorLedger = "ledger@" + harness.FloorDomain
+
+// floorConfig writes the configuration of gateways on the store at pgURL
+// as Prosody's component harness.FloorDomain, hosting the ledger endpoint,
+// which alice may invoke, and registers it. It returns the configuration's
+// path and the ledger file.
+func floorConfig(t *testing.T, name, pgURL string) (config, ledger string) {
+	t.Helper()
+	dir := filepath.Join(suite.dir, name)
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "component.secret"), []byte(suite.env.ComponentSecret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ledgerDir := t.TempDir()
+	ledger = filepath.Join(ledgerDir, "ledger.log")
+	tool, err := filepath.Abs("../examples/tools/ledger-tool.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	config = filepath.Join(dir, "agentgw.toml")
+	body := fmt.Sprintf(`
+[component]
+domain = %[1]q
+server = %[2]q
+secret_file = "component.secret"
+ping_interval = "5s"
+ping_timeout = "3s"
+reconnect_max = "2s"
+
+[gateway]
+name = "Two gateways on Prosody"
+
+[database]
+url = %[3]q
+
+[log]
+level = "debug"
+
+[policy]
+local_domains = [%[4]q]
+
+[[policy.visibility]]
+principals = [%[4]q]
+endpoints = ["*"]
+
+[[endpoint]]
+jid = %[5]q
+runtime = "exec"
+command = [%[6]q, %[7]q]
+sandbox_write = [%[8]q]
+
+[[policy.invoke]]
+principals = ["alice@%[4]s"]
+endpoints = [%[5]q]
+tools = ["*"]
+`, harness.FloorDomain, suite.env.ComponentAddr, pgURL, harness.HomeDomain, floorLedger, tool, ledger, ledgerDir)
+	if err := os.WriteFile(config, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(ledgerManifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	man := filepath.Join(dir, "ledger.manifest.json")
+	if err := os.WriteFile(man, []byte(strings.ReplaceAll(string(raw), ledgerEndpoint, floorLedger)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if out, err := agentgw(ctx, "endpoint", "register", "-config", config, "-activate", man); err != nil {
+		t.Fatalf("register ledger: %v %s", err, out)
+	}
+	return config, ledger
+}
+
+// TestProsodyWaiterTakesOverPostgres is TestProsodyWaiterTakesOver with
+// the store on PostgreSQL, on a component domain of its own: two gateways
+// on one database, the second waiting on Prosody's <conflict/>. The
+// connected one is killed with SIGKILL while it runs a task with a side
+// effect; the waiter connects and answers, and the task settles through
+// it with its side effect at most once (exactly once if it completed).
+// The failover time is measured from the kill to the waiter's stream and
+// to the first answer alice gets.
+func TestProsodyWaiterTakesOverPostgres(t *testing.T) {
+	need(t)
+	pgURL := pgtest.URL(t)
+	config, ledger := floorConfig(t, "two-on-prosody-pg", pgURL)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	first, err := startGatewayWith(ctx, config)
+	if err != nil {
+		t.Fatalf("first gateway: %v", err)
+	}
+	t.Cleanup(first.stop)
+	waiter := startGatewayNoWait(t, config)
+	t.Cleanup(waiter.stop)
+	waitingRe := regexp.MustCompile(`level=INFO .*waiting to take over`)
+	for !waitingRe.MatchString(waiter.logText()) {
+		select {
+		case <-waiter.done:
+			t.Fatalf("the waiter exited:\n%s", waiter.logText())
+		case <-ctx.Done():
+			t.Fatalf("the waiter never said it waits:\n%s", tail(waiter.logText(), 30))
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	for _, l := range strings.Split(waiter.logText(), "\n") {
+		if strings.Contains(l, "level=WARN") || strings.Contains(l, "level=ERROR") {
+			t.Errorf("the waiter logged a fault: %s", l)
+		}
+	}
+
+	w := newTaskWire(t)
+	alice := login(t, "alice", harness.HomeDomain)
+	w.drain(alice)
+	_, hash := activeVersionIn(t, config, floorLedger)
+	key := "floor-" + newRequestID(t)[4:16]
+	inv := marshalTask(t, task.Invoke{RequestID: newRequestID(t), Tool: ledgerTool, APIVersion: ledgerVersion, ManifestHash: mustDigest(t, hash),
+		Arguments: fmt.Sprintf(`{"delay_ms":3000,"key":%q}`, key)})
+	el, raw := iq(t, alice, "set", floorLedger, inv)
+	if typ, _ := el.AttrValue("type"); typ != "result" {
+		t.Fatalf("invoke: %s", raw)
+	}
+	acc, err := task.ParseAccepted(el.Children()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if err := first.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-first.done
+	killed := time.Now()
+	if err := waiter.waitUp(ctx); err != nil {
+		t.Fatalf("the waiter did not take over: %v\n%s", err, tail(waiter.logText(), 30))
+	}
+	up := time.Since(killed)
+	answered := firstAnswer(ctx, alice, floorLedger, killed)
+	if answered < 0 {
+		t.Fatalf("no answer after the takeover")
+	}
+	st := w.awaitSettled(alice, floorLedger, acc.TaskID)
+	if !st.State.Terminal() {
+		t.Errorf("task %s: %s", acc.TaskID, st.State)
+	}
+	settled := time.Since(killed)
+	// The killed gateway's child may still be writing: give it the
+	// task's delay before counting the side effects.
+	time.Sleep(4 * time.Second)
+	lines := ledgerLines(t, ledger, key)
+	if len(lines) > 1 || (st.State == task.StateCompleted && len(lines) != 1) {
+		t.Errorf("task %s %s with %d ledger lines: %q", acc.TaskID, st.State, len(lines), lines)
+	}
+	t.Logf("Prosody failover on PostgreSQL: waiter's stream up %v after the kill -9, first answer after %v; the dead gateway's task settled %s at revision %d %v after the kill, %d side effect(s)",
+		up.Round(time.Millisecond), answered.Round(time.Millisecond), st.State, st.Revision, settled.Round(time.Millisecond), len(lines))
 }
