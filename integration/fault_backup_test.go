@@ -55,7 +55,7 @@ func TestBackupDuringLoad(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				ictx, icancel := context.WithTimeout(ctx, 20*time.Second)
+				ictx, icancel := context.WithTimeout(ctx, 90*time.Second)
 				raw, err := c.IQ(ictx, "set", ledgerEndpoint, inv)
 				icancel()
 				if err != nil {

@@ -74,7 +74,7 @@ func TestWireSize(t *testing.T) {
 		{35_000, "] completed"},                                  // 105 KB of JSON, 385 KB escaped by Go
 	} {
 		p := startClient(t, "alice", harness.HomeDomain, "call", bigEndpoint, "big.emit", fmt.Sprintf(`{"pairs":%d}`, tc.pairs))
-		out, errs, err := p.wait(t, 60*time.Second)
+		out, errs, err := p.wait(t, 3*time.Minute)
 		if !strings.Contains(out, tc.want) {
 			t.Fatalf("%d pairs: want %q in the output; err %v\n%s%s", tc.pairs, tc.want, err, out, errs)
 		}

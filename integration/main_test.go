@@ -92,7 +92,7 @@ func setup() (int, error) {
 		suite.skip = "prosody is not installed (set AGENTGW_REQUIRE_SERVERS=1 to fail instead)"
 		return 0, nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	var err error
 	if suite.dir, err = os.MkdirTemp("", "agentgw-integration-"); err != nil {
@@ -353,7 +353,7 @@ func startGatewayWith(ctx context.Context, config string) (*gatewayProc, error) 
 
 // waitUp waits for the next "component stream up".
 func (g *gatewayProc) waitUp(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	select {
 	case <-g.upCh:
@@ -413,7 +413,7 @@ func login(t testing.TB, local, domain string) *c2s.Client {
 	if domain == harness.RemoteDomain {
 		addr = suite.env.EjabberdC2S
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	c, err := c2s.Dial(ctx, addr, jid.MustParse(local+"@"+domain), password)
 	if err != nil {
@@ -426,7 +426,7 @@ func login(t testing.TB, local, domain string) *c2s.Client {
 // iq sends an IQ and parses the answer.
 func iq(t testing.TB, c *c2s.Client, typ, to, payload string) (wire.Element, string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	raw, err := c.IQ(ctx, typ, to, payload)
 	if err != nil {

@@ -93,6 +93,12 @@ func New(ctx context.Context, acct *account.Account, store *Store, opts Options)
 	s := &Server{acct: acct, store: store, opts: opts, taskWait: map[string]chan struct{}{}, waits: map[string]int{},
 		inputs: map[string]*taskInput{}, elicits: map[string]elicitWait{}, sinks: map[string]*statusSink{}, runCtx: ctx,
 		mrtrKey: newMRTRKey()}
+	// Over stdio (the HTTP front replaces it with its listener's): a
+	// refusal is logged once and counted, as on every listener.
+	s.refused = func(_ context.Context, method, missing string) {
+		layer.Refused.Inc("stdio", layer.ReasonScope)
+		opts.Log.Info("mcp: refused", "listener", "stdio", "reason", layer.ReasonScope, "method", method, "missing", missing)
+	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "agentgw-xmpp", Title: "XMPP MCP Server (agentgw)", Version: layer.Version}, &mcp.ServerOptions{
 		Instructions: "This server is the XMPP account " + acct.JID().String() + ". Received messages wait as mid: resources " +
 			"(PopMessage, GetMessage, WaitForMessage); roster contacts are xmpp: resources. Ask a contact for a presence subscription before messaging. " +

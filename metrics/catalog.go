@@ -43,9 +43,9 @@ var (
 	MCPMessagesRefused = NewCounter("agentgw_mcp_messages_refused_total", "Received messages agentgw mcp did not queue, by reason: sender (accept_from), rate (sender_rate_limit) or backlog.", "reason")
 
 	// MCPRefused counts what the MCP listeners refused, by listener (mcp:
-	// `agentgw mcp`; chat: [chat] mcp_listen) and reason (origin, host,
+	// `agentgw mcp -http`; chat: [chat] mcp_listen; stdio) and reason (origin, host,
 	// token, body, batch, sessions, scope); each is also logged once.
-	MCPRefused = NewCounter("agentgw_mcp_refused_total", "Requests the MCP listeners refused, by listener (mcp or chat) and reason: origin, host, token, body, batch, sessions or scope.", "listener", "reason")
+	MCPRefused = NewCounter("agentgw_mcp_refused_total", "Requests the MCP listeners refused, by listener (mcp, chat or stdio) and reason: origin, host, token, body, batch, sessions or scope.", "listener", "reason")
 
 	// SandboxABI is the Landlock ABI that confines the runtime children; 0
 	// when they run without Landlock (runtime.sandbox off, or a kernel

@@ -195,7 +195,8 @@ func TestLeaseClaimedOnce(t *testing.T) {
 	e.clock.Advance(taskd.DefaultLeaseLapse + time.Second)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	deadline := time.After(10 * time.Second)
+	resumed, all := 0, make(chan struct{})
+	stop := make(chan struct{})
 	for _, p := range peers {
 		wg.Add(1)
 		go func() {
@@ -209,15 +210,24 @@ func TestLeaseClaimedOnce(t *testing.T) {
 						t.Errorf("%s resumed twice", h)
 					}
 					ids[h] = true
+					if resumed++; resumed == n {
+						close(all)
+					}
 					mu.Unlock()
-				case <-deadline:
-					return
-				case <-time.After(time.Second):
+				case <-stop:
 					return
 				}
 			}
 		}()
 	}
+	// Until all are resumed (however slow the machine), then a while
+	// longer, in which a second resumption would show.
+	select {
+	case <-all:
+		time.Sleep(time.Second)
+	case <-time.After(2 * time.Minute):
+	}
+	close(stop)
 	wg.Wait()
 	total := 0
 	for h, done := range ids {

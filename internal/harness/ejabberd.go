@@ -212,7 +212,7 @@ func (e *Env) startEjabberdLocked(ctx context.Context) error {
 		return err
 	}
 	proc.logs = []string{p.log, filepath.Join(p.logDir, "error.log")}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, startWait)
 	defer cancel()
 	err = waitListening(ctx, proc, e.EjabberdC2S, e.EjabberdS2S, e.EjabberdHTTP, e.EjabberdComponentAddr)
 	if err == nil {
@@ -266,7 +266,7 @@ func (e *Env) ejabberdAPI(ctx context.Context, command string, args any) ([]byte
 	if err != nil {
 		return nil, fmt.Errorf("encode %s: %w", command, err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, commandWait)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+e.EjabberdHTTP+"/api/"+command, bytes.NewReader(body))
 	if err != nil {

@@ -183,3 +183,13 @@ func waitListening(ctx context.Context, p *process, addrs ...string) error {
 		}
 	}
 }
+
+// How long a server may take to listen after it starts, and a command
+// (prosodyctl, ejabberd's API) to answer. Generous: they bound a server
+// that never comes up, and a loaded machine (two suites at once) takes
+// tens of seconds to start ejabberd; waiting costs nothing when it is
+// quick.
+const (
+	startWait   = 3 * time.Minute
+	commandWait = time.Minute
+)

@@ -193,7 +193,7 @@ func (e *Env) startProsodyLocked(ctx context.Context) error {
 		return err
 	}
 	proc.logs = []string{p.log}
-	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, startWait)
 	defer cancel()
 	if err := waitListening(ctx, proc, e.ProsodyC2S, e.ProsodyS2S, e.ComponentAddr); err != nil {
 		stopErr := proc.stop(time.Second)
@@ -223,7 +223,7 @@ func (e *Env) registerProsody(ctx context.Context, localpart, domain, password s
 	if err != nil {
 		return fmt.Errorf("prosodyctl not installed: %w", err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, commandWait)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "--config", e.prosodyPaths.config, "register", localpart, domain, password)
 	cmd.Dir = e.prosodyPaths.dir

@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"testing"
-	"time"
 )
 
 // StartT starts an environment for a test and stops it in t.Cleanup (which
@@ -31,7 +30,7 @@ func StartT(t testing.TB, opts Options) *Env {
 	if opts.Dir == "" {
 		opts.Dir = t.TempDir()
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*startWait)
 	defer cancel()
 	e, err := Start(ctx, opts)
 	if err != nil {
