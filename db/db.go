@@ -1,22 +1,12 @@
 // Package db is agentgw's store: endpoints, immutable manifest versions,
 // the active-version pointer and presence subscriptions, tasks, chat and
-// the search index. It has two engines behind one Store: SQLite (a path,
-// the default, described here) and PostgreSQL (a postgres:// URL,
-// postgres.go). Nothing outside this package knows which one it has.
-// The packages under it hold its schemas (internal/migrate), the
-// PostgreSQL engine (internal/pg), the state of `agentgw mcp` (mcpstate)
-// and the copy between engines (storecopy).
-//
-// The store uses the pure-Go modernc.org/sqlite driver so the binary stays
-// static. It keeps two connection pools on one database file in WAL mode: a
-// single writer connection whose transactions begin IMMEDIATE, so writers
-// queue on the busy timeout instead of failing on a lock upgrade, and a small
-// pool of readers, so reads never wait behind writes. Every exported method
-// runs in exactly one transaction of its own.
-//
-// Times are stored as INTEGER unix milliseconds in UTC. The transaction's
-// instant comes from Store.Now, read once per transaction, so tests can fix
-// the clock and every row written by one call carries the same time.
+// the search index. Two engines sit behind one Store, SQLite (a path, the
+// default) and PostgreSQL (a postgres:// URL); nothing outside this
+// package knows which one it has. Under it: the schemas (internal/migrate),
+// the PostgreSQL engine (internal/pg), the state of `agentgw mcp`
+// (mcpstate) and the copy between engines (storecopy). Every exported
+// method runs in one transaction of its own, at one instant (Store.Now).
+// How each engine keeps the data: docs/store.md.
 package db
 
 import (

@@ -35,21 +35,10 @@ var ErrCommitterClosed = errors.New("db: group committer closed")
 
 // GroupCommitter runs task writes in group commits: every queued closure
 // of a batch runs in one IMMEDIATE transaction, each in its own savepoint,
-// which commits with one fsync (synchronous=FULL); then each caller gets
-// its own outcome.
-//
-// There is no committer goroutine. The callers of Do take turns as the
-// leader, in the manner of LevelDB's writer queue: a caller that finds no
-// leader leads at once, on its own goroutine, so a lone caller commits
-// with no hand-off between goroutines (on these machines two wake-ups cost
-// about a tenth of a durable commit); callers that arrive while a batch
-// commits queue up, and when the batch is done its leader hands the lead
-// to the oldest of them, which commits all the queued closures as the next
-// batch. Only one leader runs at a time.
-//
-// Closures of one batch run one after another in queue order and see each
-// other's writes, so commands on one task are serialized exactly as with
-// one transaction each.
+// which commits with one fsync; then each caller gets its own outcome.
+// The callers take turns as the leader (no committer goroutine, so a lone
+// caller commits with no hand-off), and closures of one batch run in queue
+// order, seeing each other's writes. docs/store.md, "Group commit".
 type GroupCommitter struct {
 	s        *Store
 	maxBatch int

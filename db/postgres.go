@@ -11,35 +11,11 @@ import (
 
 // PostgreSQL, the store's second engine. Open takes a postgres:// or
 // postgresql:// URL instead of a path; everything above this package uses
-// the same Store and methods on either engine.
-//
-// The queries of the store are written once, in SQLite's dialect, and
-// db/internal/pg rewrites each for PostgreSQL (placeholders and a few
-// functions); the schema is schema_pg.sql (db/internal/migrate), with the
-// counters kept by PL/pgSQL triggers. What SQLite's single writer gave,
-// PostgreSQL gets from one transaction-scoped advisory lock that every
-// write transaction takes first (pg.LockWrites): writes of every process on the database run one at
-// a time, as IMMEDIATE transactions do on one SQLite file, so a
-// read-then-write never races another writer and no write transaction can
-// fail on a serialization conflict. Reads run in REPEATABLE READ READ ONLY
-// transactions, one snapshot per call, as SQLite's deferred ones do.
-//
-// Commits are durable before a call returns: every connection sets
-// synchronous_commit=on, whatever the server's default. A write waits for
-// the write lock at most lock_timeout, SQLite's busy timeout (10 s), and
-// then fails Transient, as SQLITE_BUSY does. It needs PostgreSQL 13 or
-// newer (pg_current_xact_id_if_assigned).
-//
-// What differs:
-//   - The search index's folding and grams are Go functions, which
-//     PostgreSQL cannot call from a trigger: the triggers on
-//     active_endpoint note the changed endpoints in search_pending, and
-//     every write transaction redoes their search rows just before it
-//     commits (pg.BeforeCommit).
-//   - DataVersion is store_generation, which every write transaction moves
-//     on before it commits.
-//   - Check asks the server for nothing beyond a round trip, and Backup
-//     refuses: PostgreSQL is backed up with its own tools (pg_dump).
+// the same Store and methods on either engine. The queries are SQLite's,
+// rewritten by db/internal/pg; one transaction-scoped advisory lock
+// (pg.LockWrites) runs the writes of every process one at a time, as one
+// SQLite file's writer does; commits are durable (synchronous_commit=on).
+// What differs from SQLite, and why: docs/store.md, "PostgreSQL".
 
 // Tunables of the PostgreSQL pools.
 const (

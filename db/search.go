@@ -11,50 +11,14 @@ import (
 	"agentgw/db/internal/searchtext"
 )
 
-// The search index behind XEP-0055 (package search).
-//
-// Matching is a case-insensitive substring test on folded text: each active
-// endpoint's localpart, manifest name and title are folded by SearchFold and
-// stored in search_text, joined by U+001F so that no match spans two fields.
-// The query is folded the same way.
-//
-// The index is a table of n-gram postings, search_gram (gram, jid), with
-// every distinct substring of one to three characters of every field. Its
-// primary key orders the postings of one gram by JID, which is the order
-// results are paged in, so a page is a range seek on one gram that stops
-// after a page of matches, however many there are: a query of one to three
-// characters is itself a gram, and a longer one walks the postings of its
-// rarest trigram, checking each candidate's folded text with instr. An FTS5
-// trigram table would be smaller and cheaper to write, but it returns
-// matches in rowid order, so an ordered page would have to sort every match
-// first, and it cannot index queries shorter than three characters at all.
-//
-// search_gram_count holds each gram's number of postings: it picks the
-// rarest trigram, and it is the exact count of a query of up to three
-// characters (O(1)). A longer query is counted by checking the postings of
-// its rarest trigram: exactly when there are at most countExactLimit of
-// them, otherwise by extrapolating from the first countSampleSize, which
-// XEP-0059 (§2.7) allows when an exact count "would be resource-intensive".
-// That is the one estimate, for a requester who sees every endpoint (so it
-// involves no hidden one); a scoped count is always exact.
-//
-// What is not bounded by the page: a page of a query whose matches are
-// sparse among its rarest trigram's postings walks those postings until it
-// has a page (at worst all of them, about 0.4 µs each); <index/> skips
-// matches one by one, as the directory's does.
-//
-// Triggers on active_endpoint keep the three tables in step on every path
-// that activates, deactivates or switches versions (including the bulk
-// ImportVersions and cascades from a deleted endpoint). They fold with the
-// Go functions db/internal/searchtext registers with the driver, so a
-// process writing active_endpoint must be this binary: the sqlite3 shell can read the
-// database but not activate or deactivate endpoints.
-//
-// Costs: about 50 postings per endpoint for typical names, roughly 1.8 KB
-// of database and 0.3-0.4 ms of CPU per activation, most of it B-tree
-// inserts (a bulk import of 10,000 endpoints takes 4-5 s instead of 0.6 s).
-// Changing SearchFold changes what the stored postings mean: it needs a
-// migration that rebuilds the three tables.
+// The search index behind XEP-0055 (package search): a case-insensitive
+// substring test on folded text (SearchFold of each active endpoint's
+// localpart, name and title in search_text), answered from n-gram postings
+// (search_gram, ordered by JID, so a page is a range seek on one gram) and
+// counted from search_gram_count. Triggers on active_endpoint keep the
+// three tables in step, folding with this binary's Go functions; changing
+// SearchFold needs a migration that rebuilds them. The design, its costs
+// and the one estimated count: docs/store.md, "The search index".
 
 // Tunables of the search index.
 const (
@@ -125,17 +89,10 @@ type SearchPage struct {
 // SearchFold, ordered by JID octetwise; p has the same meaning as for
 // Directory. An empty (or all-space) query matches every visible endpoint,
 // exactly as Directory lists them. The count and the page come from one
-// snapshot.
-//
-// Count is exact, except for a query of four or more characters seen by a
-// requester who sees everything, whose rarest trigram has more than
-// countExactLimit postings: its count is then extrapolated from a sample
-// and CountEstimated is set. A scoped count is always exact and costs the
-// length of the scope.
-//
-// A non-empty query is answered from the in-memory copy of the index when
-// the directory has at most maxMemIndexed endpoints (search_mem.go), with
-// the same answers as the SQL path.
+// snapshot. Count is exact, except for a long query of a requester who
+// sees everything, whose count may be sampled (CountEstimated is set).
+// A non-empty query is answered from memory when the directory has at
+// most maxMemIndexed endpoints (search_mem.go), with the same answers.
 func (s *Store) Search(ctx context.Context, sc Scope, query string, p Page) (SearchPage, error) {
 	folded := SearchFold(query)
 	if folded == "" {

@@ -13,37 +13,15 @@ import (
 	"agentgw/db/internal/searchtext"
 )
 
-// The search index in memory. Store.Search answers a non-empty query from
-// a copy of search_text held in memory, with the same n-gram postings as
-// search_gram, when the directory has at most maxMemIndexed entries; above
-// that it asks SQLite as before. In a running gateway the SQL path costs
-// 60-100 µs a search (a read transaction and four statements, each with
-// cold caches among the servers' processes), which was most of what a
-// search cost above a disco#info; from memory it is a few microseconds
-// plus one primary-key read.
-//
-// Freshness comes from search_generation, which triggers on search_text
-// move on with every change, made by this process or another (the CLI). A
-// search reads it (one primary-key read, itself 20-50 µs in a busy
-// gateway) only after this Store has committed a write, or when the last
-// check is older than memRecheck, so a change made by another process is
-// searched within 250 ms and one made through this Store at once. The
-// copy is rebuilt, whole, by the first search that finds the generation
-// moved on (90 ms at 10,000 endpoints, 0.9 s at 100,000). The answers are exactly those of the SQL
-// path, counts and estimates included (TestMemSearchMatchesSQL): the same
-// grams, the same choice of the rarest one, the same exact and sampled
-// counts.
-//
-// Memory: about 265 bytes of heap an endpoint (its JID, folded text and
-// name, and some 45 postings of 4 bytes): 2.7 MB at 10,000 endpoints,
-// 26.5 MB at 100,000, plus each endpoint's summary (snapshot.go). Nothing
-// is held until the first read that uses it.
-//
-// The same copy answers the directory and the endpoint summaries
-// (snapshot.go): search_text follows active_endpoint row for row, by
-// trigger, and a summary is a function of the active (jid, version) pair
-// over immutable manifest rows, so the search generation moves on with
-// every change to either.
+// The search index in memory: Store.Search answers a non-empty query, and
+// the directory and endpoint summaries are answered, from a copy of
+// search_text held in memory, with the same postings as search_gram, when
+// the directory has at most maxMemIndexed entries. It is checked against
+// search_generation after this Store's own write, or when the last check
+// is older than memRecheck (250 ms: another process's change), and rebuilt
+// whole when that moved; its answers are exactly the SQL path's
+// (TestMemSearchMatchesSQL). Costs and memory: docs/store.md, "The index
+// in memory".
 
 // maxMemIndexed is the largest directory indexed in memory.
 const maxMemIndexed = 100_000

@@ -11,20 +11,13 @@ import (
 )
 
 // Input in an MCP task (docs/mcp.md, "Input in an MCP task"), after the
-// "input_required" status of MCP Tasks (revision 2025-11-25). The XMPP
-// task's input_required makes the MCP task input_required, with the
-// question as its statusMessage. A task-augmented call has no request of
-// its own to elicit through, so the follower of the task (runTask) waits
-// for the client's tasks/result: that request becomes the task's asker,
-// and the follower elicits through it exactly as a plain call elicits
-// through its session (callFollow.input), with the related-task metadata.
-//
-// go-sdk cannot send a request on a connection it does not serve a
-// request of, so the layer sends elicitation/create itself (rawElicit):
-// over stdio on the wrapped connection, over Streamable HTTP on the
-// tasks/result response, which becomes a stream of server-sent events.
-// The client's answer comes back as a JSON-RPC response that the layer
-// keeps for itself (deliver).
+// "input_required" status of MCP Tasks (revision 2025-11-25). A
+// task-augmented call has no request of its own to elicit through, so the
+// follower of the task waits for the client's tasks/result and elicits
+// through it, with the related-task metadata. go-sdk cannot send a request
+// on a connection it does not serve a request of, so the layer sends
+// elicitation/create itself (rawElicit) and keeps the client's answer for
+// itself (deliver).
 
 // asker is where a call's input requests are elicited: the session of a
 // plain call, or a tasks/result request of an MCP task.

@@ -25,17 +25,9 @@ var schema string
 // migrations[i] turns version i into version i+1, and len(migrations) is the
 // version this binary writes (PRAGMA user_version). The list is append-only;
 // never edit an entry that has shipped. Entry 0 is never run: version 0 is an
-// empty file, which gets schema.sql instead.
-//
-// Every migration is in this file, in order: the longer ones as the
-// constants below the list; the files the comments name are package db's.
-// To change the schema: edit schema.sql, append the migration here, and
-// add a frozen copy of the previous schema with data to db/testdata/ plus
-// a row to the upgrade test's table (db/db_test.go).
-//
-// A migration runs inside a transaction, where PRAGMA foreign_keys cannot be
-// changed; a table rebuild must keep foreign keys valid at every statement.
-// They are checked before the upgrade commits.
+// empty file, which gets schema.sql instead. How to change the schema, and
+// why a table rebuild must keep foreign keys valid at every statement:
+// docs/store.md, "Migrations".
 var migrations = []string{
 	"", // 0 → 1: the first schema, created by schema.sql
 	// 1 → 2: version tombstones and retention holds (removal.go).

@@ -16,34 +16,10 @@ import (
 // SuiteTasks is a fixture server on MCP 2026-07-28 with the tools that the
 // tasks scenarios of the official conformance suite
 // (@modelcontextprotocol/conformance 0.2.0-alpha.12) call, which go-sdk's
-// own conformance server lacks. It is go-sdk v1.8.0's server plus the
-// server side of the tasks extension (io.modelcontextprotocol/tasks),
-// written here as a layer over the connection, since go-sdk has none.
-// Each tool declares its execution.taskSupport in tools/list.
-//
-//	greet               {name}: sync only (taskSupport forbidden):
-//	                    "Hello, NAME!"
-//	slow_compute        {seconds, label} (optional): a task that sleeps
-//	                    seconds, then completes; tasks/cancel settles it
-//	                    cancelled
-//	failing_job         {} (required): a task that completes with an
-//	                    isError result after a second
-//	protocol_error_job  {} (optional): a task whose body panics; it
-//	                    fails with a JSON-RPC error (-32603)
-//	confirm_delete      {filename} (optional): a task that asks to
-//	                    confirm through one inputRequests entry, then
-//	                    completes
-//	multi_input         {} (optional): a task that asks two questions at
-//	                    once and completes when both are answered, in
-//	                    any order
-//	test_tool_with_task {} (required): asks for user_name through MRTR
-//	                    (an input_required result), then, on the retry,
-//	                    answers a task that completes with
-//	                    "Hello, NAME!"
-//
-// Without the extension, a required tool answers -32021 and an optional
-// one runs as a plain call (confirm_delete and multi_input: an
-// isError result, since their input needs the task).
+// own conformance server lacks: go-sdk v1.8.0's server plus the server
+// side of the tasks extension (io.modelcontextprotocol/tasks), written here
+// as a layer over the connection, since go-sdk has none. Each tool declares
+// its execution.taskSupport; docs/mcp.md, "The fixture tools", lists them.
 type SuiteTasks struct {
 	srv *sdk.Server
 }
