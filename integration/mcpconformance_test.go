@@ -133,6 +133,32 @@ func runConformance(t *testing.T, suiteBin, url string, scenarios ...string) (ma
 	return results, all.String()
 }
 
+// rerunFailed runs once more, alone, each scenario of results that
+// failed and that must pass, and keeps the second result. The suite gives
+// each request 10 s, which it does not let us change, and a machine as
+// loaded as two suites at once outran it (a tools/list whose answer came
+// later: "got no result in response body"). A scenario that fails twice
+// fails the test; the first failure is logged.
+func rerunFailed(t *testing.T, suiteBin, url string, results map[string]*scenarioResult, mustPass func(string) bool) {
+	t.Helper()
+	var again []string
+	for name, r := range results {
+		if r.failed > 0 && mustPass(name) {
+			t.Logf("scenario %s failed, run again alone: %s", name, strings.Join(r.failures, "; "))
+			again = append(again, name)
+		}
+	}
+	if len(again) == 0 {
+		return
+	}
+	second, _ := runConformance(t, suiteBin, url, again...)
+	for _, name := range again {
+		if r, ok := second[name]; ok {
+			results[name] = r
+		}
+	}
+}
+
 // bearerProxy serves a loopback reverse proxy to target that adds the
 // bearer token to every request and keeps everything else, the Host and
 // Origin headers included (the suite's DNS rebinding checks need them to
@@ -292,7 +318,11 @@ scopes = ["*"]
 
 	t.Run("agentgw-mcp", func(t *testing.T) {
 		start := time.Now()
-		results, out := runConformance(t, suiteBin, bearerProxy(t, mcpURL, mcpFullToken))
+		proxy := bearerProxy(t, mcpURL, mcpFullToken)
+		results, out := runConformance(t, suiteBin, proxy)
+		rerunFailed(t, suiteBin, proxy, results, func(name string) bool {
+			return conformanceMustPass(name) && !slices.Contains(losses, name) && !slices.Contains(pending, name)
+		})
 		var failed []string
 		passed, total := 0, 0
 		for name, r := range results {
@@ -322,7 +352,12 @@ scopes = ["*"]
 		}
 	})
 	t.Run("chat-mcp-listen", func(t *testing.T) {
-		results, out := runConformance(t, suiteBin, bearerProxy(t, "http://"+chatAddr+"/mcp", chatQueueToken), conformanceFace...)
+		proxy := bearerProxy(t, "http://"+chatAddr+"/mcp", chatQueueToken)
+		results, out := runConformance(t, suiteBin, proxy, conformanceFace...)
+		rerunFailed(t, suiteBin, proxy, results, func(name string) bool {
+			r := results[name]
+			return r != nil && !notTestable(r)
+		})
 		passed, total := 0, 0
 		for name, r := range results {
 			passed += r.passed
