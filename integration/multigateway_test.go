@@ -95,6 +95,30 @@ func multiEjabberdConfig(t *testing.T, name string) (config, ledger string) {
 // if pgURL is "".
 func multiEjabberdConfigOn(t *testing.T, name, pgURL string) (config, ledger string) {
 	t.Helper()
+	return ledgerGateways(t, name, ledgerSetup{
+		domain: harness.RemoteComponentDomain, server: suite.env.EjabberdComponentAddr,
+		gateway: `name = "Two gateways on ejabberd"
+rate_limit = 100000
+rate_burst = 100000
+domain_rate_limit = 100000
+domain_rate_burst = 100000`,
+		pgURL: pgURL, home: harness.RemoteDomain, ledgerJID: multiLedger, invoker: "bob",
+	})
+}
+
+// ledgerSetup is the configuration of gateways sharing one store as one
+// component: its domain, the server's component address, the [gateway]
+// table's keys, the store (pgURL, or SQLite's agentgw.db if ""), the
+// local domain, and the ledger endpoint that invoker@home may invoke.
+type ledgerSetup struct {
+	domain, server, gateway, pgURL, home, ledgerJID, invoker string
+}
+
+// ledgerGateways writes c's configuration under name, registers and
+// activates the ledger endpoint, and returns the configuration's path and
+// the ledger file.
+func ledgerGateways(t *testing.T, name string, c ledgerSetup) (config, ledger string) {
+	t.Helper()
 	dir := filepath.Join(suite.dir, name)
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		t.Fatal(err)
@@ -108,6 +132,10 @@ func multiEjabberdConfigOn(t *testing.T, name, pgURL string) (config, ledger str
 	if err != nil {
 		t.Fatal(err)
 	}
+	store := `path = "agentgw.db"`
+	if c.pgURL != "" {
+		store = fmt.Sprintf("url = %q", c.pgURL)
+	}
 	config = filepath.Join(dir, "agentgw.toml")
 	body := fmt.Sprintf(`
 [component]
@@ -119,39 +147,32 @@ ping_timeout = "3s"
 reconnect_max = "2s"
 
 [gateway]
-name = "Two gateways on ejabberd"
-rate_limit = 100000
-rate_burst = 100000
-domain_rate_limit = 100000
-domain_rate_burst = 100000
+%[3]s
 
 [database]
-path = "agentgw.db"
+%[4]s
 
 [log]
 level = "debug"
 
 [policy]
-local_domains = [%[3]q]
+local_domains = [%[5]q]
 
 [[policy.visibility]]
-principals = [%[3]q]
+principals = [%[5]q]
 endpoints = ["*"]
 
 [[endpoint]]
-jid = %[4]q
+jid = %[6]q
 runtime = "exec"
-command = [%[5]q, %[6]q]
-sandbox_write = [%[7]q]
+command = [%[7]q, %[8]q]
+sandbox_write = [%[9]q]
 
 [[policy.invoke]]
-principals = ["bob@%[3]s"]
-endpoints = [%[4]q]
+principals = ["%[10]s@%[5]s"]
+endpoints = [%[6]q]
 tools = ["*"]
-`, harness.RemoteComponentDomain, suite.env.EjabberdComponentAddr, harness.RemoteDomain, multiLedger, tool, ledger, ledgerDir)
-	if pgURL != "" {
-		body = strings.Replace(body, `path = "agentgw.db"`, fmt.Sprintf("url = %q", pgURL), 1)
-	}
+`, c.domain, c.server, c.gateway, store, c.home, c.ledgerJID, tool, ledger, ledgerDir, c.invoker)
 	if err := os.WriteFile(config, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +181,7 @@ tools = ["*"]
 		t.Fatal(err)
 	}
 	man := filepath.Join(dir, "ledger.manifest.json")
-	if err := os.WriteFile(man, []byte(strings.ReplaceAll(string(raw), ledgerEndpoint, multiLedger)), 0o600); err != nil {
+	if err := os.WriteFile(man, []byte(strings.ReplaceAll(string(raw), ledgerEndpoint, c.ledgerJID)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -630,73 +651,10 @@ const floorLedger = "ledger@" + harness.FloorDomain
 // path and the ledger file.
 func floorConfig(t *testing.T, name, pgURL string) (config, ledger string) {
 	t.Helper()
-	dir := filepath.Join(suite.dir, name)
-	if err := os.MkdirAll(dir, 0o750); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "component.secret"), []byte(suite.env.ComponentSecret+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ledgerDir := t.TempDir()
-	ledger = filepath.Join(ledgerDir, "ledger.log")
-	tool, err := filepath.Abs("../examples/tools/ledger-tool.sh")
-	if err != nil {
-		t.Fatal(err)
-	}
-	config = filepath.Join(dir, "agentgw.toml")
-	body := fmt.Sprintf(`
-[component]
-domain = %[1]q
-server = %[2]q
-secret_file = "component.secret"
-ping_interval = "5s"
-ping_timeout = "3s"
-reconnect_max = "2s"
-
-[gateway]
-name = "Two gateways on Prosody"
-
-[database]
-url = %[3]q
-
-[log]
-level = "debug"
-
-[policy]
-local_domains = [%[4]q]
-
-[[policy.visibility]]
-principals = [%[4]q]
-endpoints = ["*"]
-
-[[endpoint]]
-jid = %[5]q
-runtime = "exec"
-command = [%[6]q, %[7]q]
-sandbox_write = [%[8]q]
-
-[[policy.invoke]]
-principals = ["alice@%[4]s"]
-endpoints = [%[5]q]
-tools = ["*"]
-`, harness.FloorDomain, suite.env.ComponentAddr, pgURL, harness.HomeDomain, floorLedger, tool, ledger, ledgerDir)
-	if err := os.WriteFile(config, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	raw, err := os.ReadFile(ledgerManifest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	man := filepath.Join(dir, "ledger.manifest.json")
-	if err := os.WriteFile(man, []byte(strings.ReplaceAll(string(raw), ledgerEndpoint, floorLedger)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if out, err := agentgw(ctx, "endpoint", "register", "-config", config, "-activate", man); err != nil {
-		t.Fatalf("register ledger: %v %s", err, out)
-	}
-	return config, ledger
+	return ledgerGateways(t, name, ledgerSetup{
+		domain: harness.FloorDomain, server: suite.env.ComponentAddr, gateway: `name = "Two gateways on Prosody"`,
+		pgURL: pgURL, home: harness.HomeDomain, ledgerJID: floorLedger, invoker: "alice",
+	})
 }
 
 // TestProsodyWaiterTakesOverPostgres is TestProsodyWaiterTakesOver with
