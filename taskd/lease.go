@@ -138,7 +138,13 @@ func (s *Service) renew() {
 	for id := range s.live {
 		before = append(before, id)
 	}
+	admitting := s.reserved > 0
 	s.mu.Unlock()
+	if len(before) == 0 && !admitting {
+		// Nothing held: no write. A task admitted from now on has a
+		// lease of LeaseLapse, which the next tick renews in time.
+		return
+	}
 	ctx, cancel := context.WithTimeout(s.ctx, leaseWriteTimeout)
 	defer cancel()
 	// In the group commit: a gateway that can commit its tasks renews
@@ -251,6 +257,15 @@ func (s *Service) signalLoop() {
 // of live tasks, in order, and deletes them. A task claimed but not yet
 // adopted keeps its signals for the next poll.
 func (s *Service) takeSignals() {
+	s.mu.Lock()
+	idle := len(s.live) == 0
+	s.mu.Unlock()
+	if idle {
+		// Signals wait in the store for a live task; with none, the
+		// poll would read nothing it could hand over (and an idle
+		// gateway would query its store ten times a second).
+		return
+	}
 	ctx, cancel := context.WithTimeout(s.ctx, leaseWriteTimeout)
 	defer cancel()
 	sigs, err := s.store.Signals(ctx, s.id, signalBatch)
