@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -93,6 +94,12 @@ func BenchmarkFootprint(b *testing.B) {
 	}
 	b.StopTimer()
 	loadedRSS, loadedAnon, _ := idle()
+	if dir := os.Getenv("AGENTGW_FOOTPRINT_SMAPS"); dir != "" {
+		// Where the anonymous memory is, by mapping (docs/BENCHMARKS.md).
+		if smaps, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/smaps"); err == nil {
+			os.WriteFile(filepath.Join(dir, "smaps-"+strconv.Itoa(pid)), smaps, 0o644)
+		}
+	}
 	b.ReportMetric(float64(info.Size())/1e6, "binary-MB")
 	b.ReportMetric(float64(rss)/1e6, "idle-RSS-MB")
 	// Most of the RSS is the binary's own pages, mapped from the file and
