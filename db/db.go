@@ -91,6 +91,9 @@ type Store struct {
 
 	writer *sql.DB // one connection, IMMEDIATE transactions
 	reader *sql.DB // readerConns+1 connections, deferred, query_only
+	// lease is PostgreSQL's connection for the lease renewals, which
+	// do not take the write lock (lease.go); nil on SQLite.
+	lease *sql.DB
 
 	// dataVersionMu serializes use of dataVersionConn.
 	dataVersionMu sync.Mutex
@@ -214,6 +217,9 @@ func (s *Store) Close() error {
 	}
 	for _, st := range s.hotReads {
 		err = errors.Join(err, st.Close())
+	}
+	if s.lease != nil {
+		err = errors.Join(err, s.lease.Close())
 	}
 	return errors.Join(err, s.reader.Close(), s.writer.Close())
 }

@@ -51,6 +51,8 @@ const (
 	sqlPutSignal   = `INSERT INTO task_signal (task_id, revision, kind, payload) VALUES (?, ?, ?, ?)`
 
 	sqlRenewLeases   = `UPDATE task_lease SET lease_until = ? WHERE holder = ?`
+	sqlRenewUnlocked = `UPDATE task_lease SET lease_until = ? WHERE task_id IN
+		(SELECT task_id FROM task_lease WHERE holder = ? FOR UPDATE SKIP LOCKED)`
 	sqlHeldTasks     = `SELECT task_id FROM task_lease WHERE holder = ?`
 	sqlLapsed        = `SELECT task_id, holder FROM task_lease WHERE lease_until < ? ORDER BY lease_until LIMIT ?`
 	sqlClaimLapsed   = `UPDATE task_lease SET holder = ?, lease_until = ? WHERE task_id = ? AND lease_until < ?`
@@ -98,14 +100,42 @@ func (t *TaskTx) PutSignal(sig TaskSignal) error {
 // RenewLeases extends every lease holder has to the store's now plus
 // lapse, and lists the tasks it holds: a task it ran that is not listed
 // was claimed by another gateway (its own lease had lapsed) or settled.
-// It runs in the group commit, so that a gateway that can commit its tasks
-// renews its leases with them.
-func (t *TaskTx) RenewLeases(holder string, lapse time.Duration) ([]string, error) {
-	if _, err := t.tx.exec(t.ctx, sqlRenewLeases, millis(t.tx.now.Add(lapse)), holder); err != nil {
+// It runs in a transaction of its own, apart from the group commit, so that a long queue of task writes cannot hold a
+// live gateway's renewal back until its leases lapse. On SQLite it waits
+// for the one writer connection, so at most for the batch committing. On
+// PostgreSQL it takes neither that connection nor the write lock, which
+// another gateway's batches hold in turn: it has a connection of its own
+// and renews the leases no other transaction has locked (SKIP LOCKED), so
+// it never waits for a batch either. A lease it skips is one a batch is
+// settling or moving; the next renewal takes it, well before it lapses. It
+// changes nothing a reader sees, so it does not move the store's
+// generation.
+func (s *Store) RenewLeases(ctx context.Context, holder string, lapse time.Duration) ([]string, error) {
+	var (
+		t   *txn
+		err error
+		q   = sqlRenewLeases
+	)
+	if s.pg {
+		var tx *sql.Tx
+		if tx, err = s.lease.BeginTx(ctx, nil); err == nil {
+			t, q = s.newTxn(tx, s.Now().UTC()), sqlRenewUnlocked
+		}
+	} else {
+		t, err = s.beginWrite(ctx)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("db: renew leases: %w", err)
 	}
-	ids, err := t.tx.strings(t.ctx, sqlHeldTasks, holder)
+	defer t.rollback()
+	if _, err := t.exec(ctx, q, millis(t.now.Add(lapse)), holder); err != nil {
+		return nil, fmt.Errorf("db: renew leases: %w", err)
+	}
+	ids, err := t.strings(ctx, sqlHeldTasks, holder)
 	if err != nil {
+		return nil, fmt.Errorf("db: renew leases: %w", err)
+	}
+	if err := t.commit(); err != nil {
 		return nil, fmt.Errorf("db: renew leases: %w", err)
 	}
 	return ids, nil

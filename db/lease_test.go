@@ -78,3 +78,84 @@ func TestChatClaimOutbox(t *testing.T) {
 		t.Fatalf("A claimed after the release %+v, %v", got, err)
 	}
 }
+
+// TestRenewLeasesApartFromWrites: a renewal extends the holder's leases
+// and lists its tasks, and on PostgreSQL it waits neither for the write
+// lock another store holds nor for a lease row another transaction has
+// locked (that lease is listed, renewed next time). Both are held until
+// the renewal has returned, so a renewal that waited would fail.
+func TestRenewLeasesApartFromWrites(t *testing.T) {
+	ctx := context.Background()
+	loc := newLocation(t)
+	s, clk := openAt(t, loc)
+	mustRegister(t, s, manifest("weather@agents.example", "1.0", "weather", "Weather"))
+	mustActivate(t, s, "weather@agents.example", "1.0")
+	gc := newCommitter(t, s)
+	for _, id := range []string{"t1", "t2"} {
+		if err := gc.Do(ctx, func(tx *db.TaskTx) error {
+			if err := insert(tx, taskRec(id, "req-"+id)); err != nil {
+				return err
+			}
+			return tx.Hold(id, "A", clk.Now().Add(15*time.Second))
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lapsed := func() map[string]bool {
+		t.Helper()
+		out := map[string]bool{}
+		if err := gc.Do(ctx, func(tx *db.TaskTx) error {
+			cs, err := tx.ClaimLapsed("B", 15*time.Second, 10)
+			for _, c := range cs {
+				out[c.Task.ID] = true
+			}
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	clk.Advance(10 * time.Second)
+	held, err := s.RenewLeases(ctx, "A", 15*time.Second)
+	if err != nil || len(held) != 2 {
+		t.Fatalf("renewal: %v %v", held, err)
+	}
+	clk.Advance(10 * time.Second) // 20 s after the holds, 10 after the renewal
+	if got := lapsed(); len(got) != 0 {
+		t.Fatalf("renewed leases claimed: %v", got)
+	}
+	if !onPostgres() {
+		return
+	}
+
+	// Another gateway's batch holds the write lock, and a transaction
+	// of this one has t1's lease row locked.
+	other, _ := openAt(t, loc)
+	lock, err := db.BeginWrite(ctx, other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Rollback(lock)
+	row, err := db.WriterPool(s).BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer row.Rollback()
+	if _, err := row.ExecContext(ctx, `SELECT 1 FROM task_lease WHERE task_id = 't1' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(10 * time.Second)
+	rctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	held, err = s.RenewLeases(rctx, "A", 15*time.Second)
+	if err != nil || len(held) != 2 {
+		t.Fatalf("renewal beside the write lock and a locked row: %v %v", held, err)
+	}
+	row.Rollback()
+	db.Rollback(lock)
+	// t2 was renewed; t1, skipped, lapses if no renewal follows.
+	clk.Advance(10 * time.Second)
+	if got := lapsed(); !got["t1"] || got["t2"] {
+		t.Fatalf("lapsed after a renewal that skipped t1: %v, want t1 only", got)
+	}
+}

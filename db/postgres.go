@@ -33,28 +33,31 @@ const (
 func openPostgres(ctx context.Context, rawURL string) (*Store, error) {
 	// A write waits for the write lock as long as SQLite's busy timeout,
 	// then fails Transient (55P03), to be retried.
-	writer, reader, err := pg.Pools(rawURL, busyTimeoutMillis, pgWriterConns, pgReaderConns)
+	writer, reader, lease, err := pg.Pools(rawURL, busyTimeoutMillis, pgWriterConns, pgReaderConns)
 	if err != nil {
+		return nil, pg.OpenError(rawURL, err)
+	}
+	fail := func(err error) (*Store, error) {
+		lease.Close()
+		reader.Close()
+		writer.Close()
 		return nil, pg.OpenError(rawURL, err)
 	}
 	migration, err := migrate.Postgres(ctx, writer, pg.LockWrites)
 	if err != nil {
-		reader.Close()
-		writer.Close()
-		return nil, pg.OpenError(rawURL, err)
+		return fail(err)
 	}
 	// Connect the readers now, as SQLite's are opened at Open: the first
 	// stanzas then pay no connection set-up.
 	if err := pg.Warm(ctx, reader, pgReaderConns); err != nil {
-		reader.Close()
-		writer.Close()
-		return nil, pg.OpenError(rawURL, err)
+		return fail(err)
 	}
 	return &Store{
 		path:      pg.Redact(rawURL),
 		Now:       time.Now,
 		writer:    writer,
 		reader:    reader,
+		lease:     lease,
 		migration: migration,
 		pg:        true,
 		readOpts:  &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true},

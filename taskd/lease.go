@@ -147,15 +147,18 @@ func (s *Service) renew() {
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, leaseWriteTimeout)
 	defer cancel()
-	// In the group commit: a gateway that can commit its tasks renews
-	// their leases with them, rather than waiting for the store's write
-	// lock apart.
-	var held []string
-	err := s.commit(ctx, time.Time{}, false, func(tx *db.TaskTx) error {
-		var err error
-		held, err = tx.RenewLeases(s.id, s.opts.LeaseLapse)
-		return err
-	})
+	// Not in the group commit: behind a long queue of task writes the
+	// renewal would wait until the leases lapsed (db.Store.RenewLeases).
+	var (
+		held []string
+		err  error
+	)
+	for delay := retryFirst; ; delay = min(2*delay, retryMax) {
+		held, err = s.store.RenewLeases(ctx, s.id, s.opts.LeaseLapse)
+		if err == nil || !db.Transient(err) || !sleepCtx(ctx, delay) {
+			break
+		}
+	}
 	if err != nil {
 		if s.ctx.Err() == nil {
 			s.log.Warn("taskd: leases not renewed", "err", err)
@@ -354,3 +357,15 @@ func (s *Service) held(tx *db.TaskTx, id string, cur *task.Task) error {
 
 // isLeaseLost reports whether err is errLeaseLost.
 func isLeaseLost(err error) bool { return errors.Is(err, errLeaseLost) }
+
+// sleepCtx waits d, or until ctx ends: false then.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

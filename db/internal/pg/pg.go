@@ -81,11 +81,12 @@ func OpenError(rawURL string, err error) error {
 // connection yet): every connection commits durably (an acknowledged
 // write must survive a crash of the server) and waits lockTimeoutMillis
 // for the write lock; the readers cannot write, as with query_only on
-// SQLite.
-func Pools(rawURL, lockTimeoutMillis string, writerConns, readerConns int) (writer, reader *sql.DB, err error) {
+// SQLite. lease is one connection for the writes that do not take the
+// write lock (the lease renewals, db/lease.go).
+func Pools(rawURL, lockTimeoutMillis string, writerConns, readerConns int) (writer, reader, lease *sql.DB, err error) {
 	cfg, err := pgx.ParseConfig(rawURL)
 	if err != nil {
-		return nil, nil, errors.New("invalid URL")
+		return nil, nil, nil, errors.New("invalid URL")
 	}
 	cfg.RuntimeParams["synchronous_commit"] = "on"
 	cfg.RuntimeParams["application_name"] = "agentgw"
@@ -98,7 +99,10 @@ func Pools(rawURL, lockTimeoutMillis string, writerConns, readerConns int) (writ
 	reader = stdlib.OpenDB(*rcfg)
 	reader.SetMaxOpenConns(readerConns)
 	reader.SetMaxIdleConns(readerConns)
-	return writer, reader, nil
+	lease = stdlib.OpenDB(*cfg.Copy())
+	lease.SetMaxOpenConns(1)
+	lease.SetMaxIdleConns(1)
+	return writer, reader, lease, nil
 }
 
 // Warm opens n connections of pool and leaves them idle in it.
