@@ -31,6 +31,16 @@ const (
 	// permanently for DataVersion.
 	readerConns = 4
 
+	// readerCacheKiB bounds each reader connection's page cache, in KiB
+	// (SQLite's default is 2,000). The hot reads are answered from
+	// memory above the store; what a reader reads is mostly the
+	// start-up's full scans (the search index, the endpoint answers),
+	// whose pages would stay cached, each connection its own copy, and
+	// make most of an idle gateway's anonymous memory
+	// (docs/BENCHMARKS.md, "SQLite's page cache"). A page not cached is
+	// read from the operating system's cache.
+	readerCacheKiB = "256"
+
 	// busyTimeoutMillis is how long a connection waits for a lock held by
 	// another connection or process before failing with SQLITE_BUSY.
 	busyTimeoutMillis = migrate.BusyTimeoutMillis
@@ -53,9 +63,10 @@ const writerDSN = "_pragma=busy_timeout(" + busyTimeoutMillis + ")" +
 	"&_txlock=immediate"
 
 // readerDSN is the query string of every reader connection: the same pragmas
-// as the writer, deferred transactions, and query_only so that a read path
-// can never write by mistake.
+// as the writer, deferred transactions, query_only so that a read path
+// can never write by mistake, and a page cache of readerCacheKiB.
 const readerDSN = "_pragma=busy_timeout(" + busyTimeoutMillis + ")" +
+	"&_pragma=cache_size(-" + readerCacheKiB + ")" +
 	"&_pragma=foreign_keys(1)" +
 	"&_pragma=journal_mode(WAL)" +
 	"&_pragma=query_only(1)" +
