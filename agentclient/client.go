@@ -41,9 +41,14 @@ const (
 	MaxRetryBackoff = 8 * time.Second
 	// RequestIDPrefix starts generated request IDs; 128 random bits follow.
 	RequestIDPrefix = "req-"
-	// MaxRevisionRetries bounds how often cancel and input retry after a
-	// stale expected-revision.
-	MaxRevisionRetries = 5
+	// MaxRevisionRetries and RevisionRetryWindow bound how often cancel
+	// and input retry after a stale expected-revision: at least
+	// MaxRevisionRetries times, and for as long as RevisionRetryWindow.
+	// A task that reports progress more often than a state read and the
+	// request take (a loaded machine, a slow link) moves its revision on
+	// between the two, again and again.
+	MaxRevisionRetries  = 5
+	RevisionRetryWindow = 30 * time.Second
 )
 
 // Conn is what the client needs of an XMPP session: an IQ get or set

@@ -89,3 +89,63 @@ func TestRefusalIsStanzaError(t *testing.T) {
 		t.Fatalf("refused invoke: %v retried=%v sent=%d", err, retried, len(conn.payloads))
 	}
 }
+
+// chattyTarget is a running task whose revision moves on (progress) after
+// every state read, until stale cancellations have been refused; then it
+// accepts the one at its revision. cancelled makes it a task another
+// cancellation was accepted for, which refuses every one of ours.
+type chattyTarget struct {
+	mu              sync.Mutex
+	revision        int64
+	stale, attempts int
+	cancelled       bool
+}
+
+func (c *chattyTarget) IQ(_ context.Context, _, _, payload string) (string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el, err := wire.Parse(payload)
+	if err != nil {
+		return "", err
+	}
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	const id = "task-0123456789abcdefghijkl"
+	if el.Start.Name.Local != "cancel" {
+		state := task.StateRunning
+		if c.cancelled {
+			state = task.StateCancelling
+		}
+		st, _ := wire.Marshal(task.TaskState{TaskID: id, Endpoint: demo.String(), State: state, Revision: c.revision,
+			APIVersion: "1.0", Created: now, Updated: now, RetainUntil: now.Add(time.Hour)}.TokenReader())
+		if c.attempts < c.stale {
+			c.revision++ // progress, before the cancellation arrives
+		}
+		return "<iq xmlns='jabber:client' type='result'>" + st + "</iq>", nil
+	}
+	c.attempts++
+	cn, err := task.ParseCancel(el)
+	if err != nil || c.cancelled || cn.ExpectedRevision != c.revision {
+		return `<iq xmlns='jabber:client' type='error'><error type='cancel'><conflict xmlns='urn:ietf:params:xml:ns:xmpp-stanzas'/></error></iq>`, nil
+	}
+	ack, _ := wire.Marshal(task.CancelAccepted{TaskID: id, Revision: c.revision + 1}.TokenReader())
+	return "<iq xmlns='jabber:client' type='result'>" + ack + "</iq>", nil
+}
+
+// TestCancelOutlastsProgress: a task that reports progress faster than a
+// state read and a cancellation take is still cancelled, by retrying at
+// the new revision for RevisionRetryWindow, well past MaxRevisionRetries
+// attempts; but a task another cancellation was accepted for is given up
+// at once.
+func TestCancelOutlastsProgress(t *testing.T) {
+	ctx := context.Background()
+	target := &chattyTarget{stale: 3 * agentclient.MaxRevisionRetries}
+	ack, err := agentclient.New(target).Cancel(ctx, demo, task.Cancel{TaskID: "task-0123456789abcdefghijkl"}, -1)
+	if err != nil || target.attempts != target.stale+1 || ack.Revision != target.revision+1 {
+		t.Fatalf("cancel after %d stale attempts: %+v %v (%d attempts)", target.stale, ack, err, target.attempts)
+	}
+
+	other := &chattyTarget{cancelled: true}
+	if _, err := agentclient.New(other).Cancel(ctx, demo, task.Cancel{TaskID: "task-0123456789abcdefghijkl"}, -1); agentclient.Condition(err) != stanza.Conflict || other.attempts != 1 {
+		t.Fatalf("cancel of a task cancelled by another: %v after %d attempts, want <conflict/> after 1", err, other.attempts)
+	}
+}

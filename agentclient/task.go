@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"agentgw/manifest"
 	"agentgw/task"
@@ -134,6 +135,8 @@ func (e *SettledError) Error() string {
 // progress came in) is retried at the new current revision. The answer is
 // advisory: the task may still complete.
 func (c *Client) Cancel(ctx context.Context, endpoint jid.JID, cn task.Cancel, expected int64) (task.CancelAccepted, error) {
+	start := time.Now()
+	var refused error
 	for attempt := 0; ; attempt++ {
 		if expected < 0 {
 			st, err := c.TaskState(ctx, endpoint, cn.TaskID)
@@ -143,12 +146,18 @@ func (c *Client) Cancel(ctx context.Context, endpoint jid.JID, cn task.Cancel, e
 			if st.State.Terminal() {
 				return task.CancelAccepted{}, &SettledError{TaskID: cn.TaskID, State: st.State}
 			}
+			if refused != nil && st.State == task.StateCancelling {
+				// Not a stale revision: another cancellation
+				// was accepted, and ours never will be.
+				return task.CancelAccepted{}, refused
+			}
 			cn.ExpectedRevision = st.Revision
 		} else {
 			cn.ExpectedRevision = expected
 		}
 		el, _, err := c.SetRetrying(ctx, endpoint.String(), cn.TokenReader(), IQTimeout, "the cancellation")
-		if Condition(err) == stanza.Conflict && expected < 0 && attempt < MaxRevisionRetries {
+		if Condition(err) == stanza.Conflict && expected < 0 && retryStale(attempt, start) {
+			refused = err
 			continue
 		}
 		if err != nil {
@@ -168,6 +177,7 @@ func (c *Client) Cancel(ctx context.Context, endpoint jid.JID, cn task.Cancel, e
 // <conflict/>; with an explicit revision it is sent even when not pending
 // any more: the identical answer is then a replay the target recognizes.
 func (c *Client) ProvideInput(ctx context.Context, endpoint jid.JID, taskID, requestID string, canon []byte, expected int64) (task.InputAccepted, error) {
+	start := time.Now()
 	for attempt := 0; ; attempt++ {
 		pi := task.ProvideInput{TaskID: taskID, RequestID: requestID, Input: string(canon), ExpectedRevision: expected}
 		if expected < 0 {
@@ -185,7 +195,7 @@ func (c *Client) ProvideInput(ctx context.Context, endpoint jid.JID, taskID, req
 			pi.ExpectedRevision = st.Revision
 		}
 		el, _, err := c.SetRetrying(ctx, endpoint.String(), pi.TokenReader(), IQTimeout, "the input")
-		if Condition(err) == stanza.Conflict && expected < 0 && attempt < MaxRevisionRetries {
+		if Condition(err) == stanza.Conflict && expected < 0 && retryStale(attempt, start) {
 			continue
 		}
 		if err != nil {
@@ -246,4 +256,11 @@ func (in InputRequest) Validate(canon []byte) error {
 		return fmt.Errorf("the answer does not satisfy the requested schema: %s", inputError(err))
 	}
 	return nil
+}
+
+// retryStale reports whether a request refused for a stale
+// expected-revision is sent again, at the revision read anew: the
+// attempt-th retry of one that started at start.
+func retryStale(attempt int, start time.Time) bool {
+	return attempt < MaxRevisionRetries || time.Since(start) < RevisionRetryWindow
 }
