@@ -3,6 +3,7 @@ package integration
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -93,12 +94,32 @@ func BenchmarkFootprint(b *testing.B) {
 		}
 	}
 	b.StopTimer()
+	if os.Getenv("AGENTGW_FOOTPRINT_TRACE") != "" {
+		// The anonymous memory every 250 ms for 10 s after the load:
+		// when the idle release comes, and what grows back after it.
+		var trace []string
+		for i := range 40 {
+			time.Sleep(250 * time.Millisecond)
+			trace = append(trace, fmt.Sprintf("%.2fs:%.3f", float64(i+1)/4, float64(procStatus(b, pid, "RssAnon:"))/1e6))
+		}
+		b.Logf("after load, anon MB: %s", strings.Join(trace, " "))
+	}
 	loadedRSS, loadedAnon, _ := idle()
 	if dir := os.Getenv("AGENTGW_FOOTPRINT_SMAPS"); dir != "" {
 		// Where the anonymous memory is, by mapping (docs/BENCHMARKS.md).
-		if smaps, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/smaps"); err == nil {
+		proc := "/proc/" + strconv.Itoa(pid)
+		if smaps, err := os.ReadFile(proc + "/smaps"); err == nil {
 			os.WriteFile(filepath.Join(dir, "smaps-"+strconv.Itoa(pid)), smaps, 0o644)
 		}
+		// And its open files: a SQLite connection holds the database's.
+		var fds []string
+		ents, _ := os.ReadDir(proc + "/fd")
+		for _, e := range ents {
+			if to, err := os.Readlink(proc + "/fd/" + e.Name()); err == nil {
+				fds = append(fds, e.Name()+" "+to)
+			}
+		}
+		os.WriteFile(filepath.Join(dir, "fds-"+strconv.Itoa(pid)), []byte(strings.Join(fds, "\n")+"\n"), 0o644)
 	}
 	b.ReportMetric(float64(info.Size())/1e6, "binary-MB")
 	b.ReportMetric(float64(rss)/1e6, "idle-RSS-MB")

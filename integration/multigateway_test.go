@@ -380,6 +380,7 @@ func twoGatewaysKill(t *testing.T, name, pgURL string, admissions int) {
 	}
 	t.Logf("%v: killing A", time.Since(start).Round(time.Millisecond))
 	killedAt := accepted.Load()
+	bBeforeKill := len(b.logText())
 	if err := a.cmd.Process.Kill(); err != nil {
 		t.Fatalf("kill: %v", err)
 	}
@@ -508,6 +509,15 @@ func twoGatewaysKill(t *testing.T, name, pgURL string, admissions int) {
 	}
 	if taken == 0 && states[string(task.StateFailed)] > 0 {
 		t.Errorf("no takeover logged by B, but %d tasks failed", states[string(task.StateFailed)])
+	}
+	// Only the dead gateway's tasks change hands: a live one renews its
+	// leases whatever queue of writes it has (db.Store.RenewLeases).
+	const takeover, lostTask = "taking over tasks of a gateway", "another gateway holds the task now"
+	if strings.Contains(a.logText(), takeover) || strings.Contains(b.logText()[:bBeforeKill], takeover) {
+		t.Errorf("a gateway took over tasks of a live one:\nA:\n%s\nB:\n%s", grepLines(a.logText(), takeover), grepLines(b.logText()[:bBeforeKill], takeover))
+	}
+	if strings.Contains(a.logText(), lostTask) || strings.Contains(b.logText(), lostTask) {
+		t.Errorf("a live gateway lost tasks to the other:\nA:\n%s\nB:\n%s", grepLines(a.logText(), lostTask), grepLines(b.logText(), lostTask))
 	}
 	ejFailover := <-failover
 	if ejFailover < 0 {
@@ -737,4 +747,15 @@ func TestProsodyWaiterTakesOverPostgres(t *testing.T) {
 	}
 	t.Logf("Prosody failover on PostgreSQL: waiter's stream up %v after the kill -9, first answer after %v; the dead gateway's task settled %s at revision %d %v after the kill, %d side effect(s)",
 		up.Round(time.Millisecond), answered.Round(time.Millisecond), st.State, st.Revision, settled.Round(time.Millisecond), len(lines))
+}
+
+// grepLines returns the lines of log that contain s, at most 10.
+func grepLines(log, s string) string {
+	var out []string
+	for _, l := range strings.Split(log, "\n") {
+		if strings.Contains(l, s) && len(out) < 10 {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
