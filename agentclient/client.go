@@ -20,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"agentgw/internal/pause"
 	"agentgw/surface"
 	"agentgw/wire"
 
@@ -250,16 +251,7 @@ func (c *Client) SetRetrying(ctx context.Context, to string, payload xml.TokenRe
 }
 
 // Sleep waits for d or until ctx ends; it reports whether d elapsed.
-func Sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
+func Sleep(ctx context.Context, d time.Duration) bool { return pause.For(ctx, d) }
 
 // SafeText makes untrusted text fit for one line of a terminal or an
 // error: control and format characters become U+FFFD, and it is cut at

@@ -8,6 +8,7 @@ import (
 
 	"agentgw/db"
 	"agentgw/internal/instance"
+	"agentgw/internal/pause"
 	"agentgw/runtime"
 	"agentgw/task"
 )
@@ -155,7 +156,7 @@ func (s *Service) renew() {
 	)
 	for delay := retryFirst; ; delay = min(2*delay, retryMax) {
 		held, err = s.store.RenewLeases(ctx, s.id, s.opts.LeaseLapse)
-		if err == nil || !db.Transient(err) || !sleepCtx(ctx, delay) {
+		if err == nil || !db.Transient(err) || !pause.For(ctx, delay) {
 			break
 		}
 	}
@@ -357,15 +358,3 @@ func (s *Service) held(tx *db.TaskTx, id string, cur *task.Task) error {
 
 // isLeaseLost reports whether err is errLeaseLost.
 func isLeaseLost(err error) bool { return errors.Is(err, errLeaseLost) }
-
-// sleepCtx waits d, or until ctx ends: false then.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"agentgw/internal/pause"
+
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -310,19 +312,19 @@ func (l *suiteLayer) call(id jsonrpc.ID, p suiteCall, ext bool) bool {
 		var a slowArgs
 		_ = json.Unmarshal(p.Arguments, &a)
 		body = func(ctx context.Context, t *suiteTask) {
-			if sleepCtx(ctx, a.duration()) {
+			if pause.For(ctx, a.duration()) {
 				t.set("completed", "Done", nil, textResult(false, a.done()), nil)
 			}
 		}
 	case "failing_job":
 		body = func(ctx context.Context, t *suiteTask) {
-			if sleepCtx(ctx, time.Second) {
+			if pause.For(ctx, time.Second) {
 				t.set("completed", "Failed", nil, textResult(true, "failing_job: the job failed"), nil)
 			}
 		}
 	case "protocol_error_job":
 		body = func(ctx context.Context, t *suiteTask) {
-			if sleepCtx(ctx, 200*time.Millisecond) {
+			if pause.For(ctx, 200*time.Millisecond) {
 				panic("protocol_error_job: the job broke")
 			}
 		}
@@ -364,7 +366,7 @@ func (l *suiteLayer) call(id jsonrpc.ID, p suiteCall, ext bool) bool {
 		var r elicitAnswer
 		_ = json.Unmarshal(raw, &r)
 		body = func(ctx context.Context, t *suiteTask) {
-			if sleepCtx(ctx, 200*time.Millisecond) {
+			if pause.For(ctx, 200*time.Millisecond) {
 				t.set("completed", "Done", nil, textResult(false, fmt.Sprintf("Hello, %v!", r.Content["name"])), nil)
 			}
 		}
@@ -454,16 +456,6 @@ func elicitRequest(message, props, required string) map[string]any {
 func textResult(isError bool, s string) json.RawMessage {
 	b, _ := json.Marshal(map[string]any{"content": []any{map[string]any{"type": "text", "text": s}}, "isError": isError})
 	return b
-}
-
-// sleepCtx sleeps d, or reports false when ctx ends first.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	select {
-	case <-time.After(d):
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 func (l *suiteLayer) taskRequest(req *jsonrpc.Request) {
