@@ -100,8 +100,9 @@ func (t *TaskTx) PutSignal(sig TaskSignal) error {
 // RenewLeases extends every lease holder has to the store's now plus
 // lapse, and lists the tasks it holds: a task it ran that is not listed
 // was claimed by another gateway (its own lease had lapsed) or settled.
-// It runs in a transaction of its own, apart from the group commit, so that a long queue of task writes cannot hold a
-// live gateway's renewal back until its leases lapse. On SQLite it waits
+// It runs in a transaction of its own, apart from the group commit, so
+// that a long queue of task writes cannot hold a live gateway's renewal
+// back until its leases lapse. On SQLite it waits
 // for the one writer connection, so at most for the batch committing. On
 // PostgreSQL it takes neither that connection nor the write lock, which
 // another gateway's batches hold in turn: it has a connection of its own

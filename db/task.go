@@ -107,7 +107,7 @@ var taskWrites = []string{
 	sqlPurgeableTask, sqlDeleteEvents, sqlDeleteInputs, sqlDeleteTask,
 	sqlCallerUsage,
 	sqlHold, sqlLeaseHolder, sqlDropLease, sqlPutSignal,
-	sqlRenewLeases, sqlHeldTasks, sqlLapsed, sqlClaimLapsed, sqlClaimFrom, sqlHeldBy, sqlHolders,
+	sqlLapsed, sqlClaimLapsed, sqlClaimFrom, sqlHeldBy, sqlHolders,
 }
 
 // CallerUsage reads caller's usage in the commit (quota.go): one row, and
