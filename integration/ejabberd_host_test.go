@@ -44,7 +44,7 @@ domain_rate_limit = 100000
 domain_rate_burst = 100000
 
 [database]
-path = "agentgw.db"
+%[6]s
 
 [policy]
 local_domains = [%[3]q]
@@ -61,7 +61,7 @@ runtime = "builtin"
 principals = ["bob@%[3]s"]
 endpoints = [%[4]q]
 tools = ["*"]
-%[5]s`, harness.RemoteComponentDomain, suite.env.EjabberdComponentAddr, harness.RemoteDomain, ejabberdDemo, extra)
+%[5]s`, harness.RemoteComponentDomain, suite.env.EjabberdComponentAddr, harness.RemoteDomain, ejabberdDemo, extra, ownStoreKey(t))
 	if err := os.WriteFile(config, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"agentgw/c2s"
 	"agentgw/db"
 	"agentgw/internal/harness"
+	"agentgw/internal/pgtest"
 	"agentgw/task"
 	"agentgw/wire"
 )
@@ -19,9 +21,21 @@ import (
 // TestBackupDuringLoad: `agentgw backup` while tasks are admitted and run
 // gives a database that opens, passes integrity_check and holds every task
 // acknowledged before the backup began; a second backup to the same file
-// is refused.
+// is refused. On PostgreSQL, `agentgw backup` refuses, naming pg_dump,
+// and writes nothing.
 func TestBackupDuringLoad(t *testing.T) {
 	need(t)
+	if pgtest.OnPostgres() {
+		dest := filepath.Join(t.TempDir(), "backup.db")
+		out, err := agentgw(context.Background(), "backup", "-config", suite.config, dest)
+		if err == nil || !strings.Contains(out, "pg_dump") {
+			t.Errorf("backup of a PostgreSQL store: %v %s", err, out)
+		}
+		if _, err := os.Stat(dest); err == nil {
+			t.Errorf("the refused backup wrote %s", dest)
+		}
+		return
+	}
 	withTaskEndpoints(t)
 	_, hash := activeVersion(t, ledgerEndpoint)
 	digest := mustDigest(t, hash)

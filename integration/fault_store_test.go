@@ -15,6 +15,7 @@ import (
 
 	"agentgw/c2s"
 	"agentgw/internal/harness"
+	"agentgw/internal/pgtest"
 	"agentgw/task"
 )
 
@@ -69,6 +70,7 @@ func taskResult(t *testing.T, w *taskWire, c *c2s.Client, taskID string) string 
 // task completes. The result's commit waits and is retried: the task still
 // ends completed, with its result, and its side effect happened once.
 func TestStoreLockHeld(t *testing.T) {
+	pgtest.SQLiteOnly(t, "a fault of the SQLite file; TestPostgresRestartUnderLoad is PostgreSQL's")
 	need(t)
 	ledger := withTaskEndpoints(t)
 	w := newTaskWire(t)
@@ -152,6 +154,7 @@ func TestStoreLockHeld(t *testing.T) {
 // so once), every task acknowledged before is intact and settles once
 // space is back, and admissions work again.
 func TestStoreDiskFull(t *testing.T) {
+	pgtest.SQLiteOnly(t, "a fault of the SQLite file; TestPostgresRestartUnderLoad is PostgreSQL's")
 	need(t)
 	if os.Geteuid() != 0 {
 		if requireServers() {

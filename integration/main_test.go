@@ -114,6 +114,12 @@ func setup() (int, error) {
 	}
 	suite.config = filepath.Join(suite.dir, "agentgw.toml")
 	suite.db = filepath.Join(suite.dir, "agentgw.db")
+	if pgtest.OnPostgres() {
+		// Dropped with the throwaway cluster, after the last test.
+		if suite.db, _, err = pgtest.Database(); err != nil {
+			return 1, err
+		}
+	}
 	if err := writeConfig(""); err != nil {
 		return 1, err
 	}
@@ -122,6 +128,9 @@ func setup() (int, error) {
 	}
 	if suite.gateway, err = startGateway(ctx); err != nil {
 		return 1, err
+	}
+	if pgtest.OnPostgres() && !strings.Contains(suite.gateway.logText(), `database="postgres://`) {
+		return 1, fmt.Errorf("the PostgreSQL pass's gateway did not open PostgreSQL:\n%s", tail(suite.gateway.logText(), 10))
 	}
 	return 0, nil
 }
@@ -189,7 +198,7 @@ domain_rate_limit = 100000
 domain_rate_burst = 100000
 
 [database]
-path = "agentgw.db"
+%s
 
 [log]
 level = "debug"
@@ -202,11 +211,63 @@ self_register = true
 [[policy.visibility]]
 principals = [%q]
 endpoints = ["*"]
-%s`, harness.ComponentDomain, suite.env.ComponentAddr, harness.HomeDomain, harness.HomeDomain, harness.HomeDomain, extra)
+%s`, harness.ComponentDomain, suite.env.ComponentAddr, storeKey(), harness.HomeDomain, harness.HomeDomain, harness.HomeDomain, extra)
 	if err := os.WriteFile(filepath.Join(suite.dir, "component.secret"), []byte(suite.env.ComponentSecret+"\n"), 0o600); err != nil {
 		return err
 	}
 	return os.WriteFile(suite.config, []byte(body), 0o600)
+}
+
+// storeKey is the [database] key of the suite's configuration: SQLite's
+// agentgw.db beside it, or in the PostgreSQL pass the suite's database.
+func storeKey() string {
+	if pgtest.OnPostgres() {
+		return fmt.Sprintf("url = %q", suite.db)
+	}
+	return `path = "agentgw.db"`
+}
+
+// withStore returns the configuration cfg (the suite's, or one made from
+// it) with its store replaced by key, a [database] line; t fails if cfg
+// does not name the suite's store.
+func withStore(t testing.TB, cfg, key string) string {
+	t.Helper()
+	if !strings.Contains(cfg, storeKey()) {
+		t.Fatalf("the configuration does not hold %s:\n%s", storeKey(), cfg)
+	}
+	return strings.Replace(cfg, storeKey(), key, 1)
+}
+
+// ownStoreKey is the [database] key of a gateway of t's own, beside the
+// suite's: agentgw.db beside its configuration, or in the PostgreSQL pass
+// a new database, dropped when t ends.
+func ownStoreKey(t testing.TB) string {
+	t.Helper()
+	if pgtest.OnPostgres() {
+		return fmt.Sprintf("url = %q", pgtest.URL(t))
+	}
+	return `path = "agentgw.db"`
+}
+
+// mcpStoreKey is the [mcp] database key of an `agentgw mcp` of t's: the
+// SQLite file name beside its configuration, or in the PostgreSQL pass a
+// new database, dropped when t ends.
+func mcpStoreKey(t testing.TB, name string) string {
+	t.Helper()
+	if pgtest.OnPostgres() {
+		return fmt.Sprintf("database = %q", pgtest.URL(t))
+	}
+	return fmt.Sprintf("database = %q", name)
+}
+
+// onePass skips t in the PostgreSQL pass: t makes its own stores, on
+// SQLite and on PostgreSQL whichever the pass, so the SQLite pass ran all
+// of it.
+func onePass(t testing.TB) {
+	t.Helper()
+	if pgtest.OnPostgres() {
+		t.Skip("its stores do not depend on the pass; the SQLite pass ran it")
+	}
 }
 
 // agentManifest is a generated endpoint's manifest.
@@ -273,12 +334,16 @@ func registerWithBinary(ctx context.Context, path, domain string, manifests []st
 	if err := os.WriteFile(filepath.Join(dir, "secret"), []byte("import-secret\n"), 0o600); err != nil {
 		return err
 	}
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return err
+	key := fmt.Sprintf("url = %q", path)
+	if !pgtest.OnPostgres() {
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return err
+		}
+		key = fmt.Sprintf("path = %q", abs)
 	}
 	config := filepath.Join(dir, "import.toml")
-	body := fmt.Sprintf("[component]\ndomain = %q\nserver = \"127.0.0.1:1\"\nsecret_file = \"secret\"\n\n[database]\npath = %q\n", domain, abs)
+	body := fmt.Sprintf("[component]\ndomain = %q\nserver = \"127.0.0.1:1\"\nsecret_file = \"secret\"\n\n[database]\n%s\n", domain, key)
 	if err := os.WriteFile(config, []byte(body), 0o600); err != nil {
 		return err
 	}

@@ -51,7 +51,7 @@ func writeAgentMCPConfig(t *testing.T, poll int) string {
 level = "debug"
 
 [mcp]
-database = "mcp.db"
+%s
 agent_poll_seconds = %d
 
 [[mcp.account]]
@@ -63,7 +63,7 @@ server = %q
 jid = %q
 tools = ["*"]
 prefix = "demo"
-`, poll, harness.RemoteDomain, suite.env.EjabberdC2S, demoEndpoint)
+`, mcpStoreKey(t, "mcp.db"), poll, harness.RemoteDomain, suite.env.EjabberdC2S, demoEndpoint)
 	path := filepath.Join(dir, "mcp.toml")
 	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"agentgw/internal/pgtest"
 	"agentgw/mcpface"
 	"agentgw/mcpface/account"
 
@@ -81,6 +82,7 @@ func mcpScrape(t *testing.T, url, token, series string) float64 {
 // TestMCPServerPrivateStore: with umask 022 the message store, its -wal
 // and -shm are 0600; an exposed one stops the next start, naming it.
 func TestMCPServerPrivateStore(t *testing.T) {
+	pgtest.SQLiteOnly(t, "the modes of the SQLite file")
 	old := syscall.Umask(0o022)
 	a := newMCPAccount(t, "")
 	_, _, stop := startMCPHTTP(t, a)

@@ -58,6 +58,7 @@ func noStoreFile(t *testing.T, dir string) {
 // unread message, and an extension task waiting for input, which the
 // other copy completes.
 func TestMCPStateOnPostgres(t *testing.T) {
+	onePass(t)
 	need(t)
 	t.Run("unread messages", func(t *testing.T) {
 		a := mcpOnPostgres(t)

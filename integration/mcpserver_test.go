@@ -78,6 +78,10 @@ func newMCPAccountWith(t *testing.T, server, acceptFrom, mcpKeys string) *mcpAcc
 			t.Fatal(err)
 		}
 	}
+	if !strings.Contains(mcpKeys, "database =") {
+		// The default, agentgw-mcp.db beside the configuration, on SQLite.
+		mcpKeys = mcpStoreKey(t, "agentgw-mcp.db") + "\n" + mcpKeys
+	}
 	acceptKey := ""
 	if acceptFrom != "" {
 		acceptKey = fmt.Sprintf("accept_from = %q", acceptFrom)

@@ -281,6 +281,7 @@ func multiStream(ctx context.Context, conns []*c2s.Client, workers int, reqs []*
 // settles (those the dead gateway held are taken over by the survivor),
 // and no task's side effect happens twice.
 func TestTwoGatewaysOnEjabberdKill(t *testing.T) {
+	onePass(t)
 	need(t)
 	if testing.Short() {
 		t.Skip("skipped with -short")
@@ -292,6 +293,7 @@ func TestTwoGatewaysOnEjabberdKill(t *testing.T) {
 // one SQLite file shared by two gateways on one machine, with fewer
 // admissions.
 func TestTwoGatewaysOnEjabberdKillSQLite(t *testing.T) {
+	onePass(t)
 	need(t)
 	if testing.Short() {
 		t.Skip("skipped with -short")
@@ -553,6 +555,7 @@ func activeVersionIn(t *testing.T, config, ep string) (version, hash string) {
 // settles. The failover time is measured from the kill to the waiter's
 // stream, and to the first answer alice gets.
 func TestProsodyWaiterTakesOver(t *testing.T) {
+	onePass(t)
 	need(t)
 	withTaskEndpoints(t)
 	version, hash := activeVersion(t, demoEndpoint)
@@ -676,6 +679,7 @@ func floorConfig(t *testing.T, name, pgURL string) (config, ledger string) {
 // The failover time is measured from the kill to the waiter's stream and
 // to the first answer alice gets.
 func TestProsodyWaiterTakesOverPostgres(t *testing.T) {
+	onePass(t)
 	need(t)
 	pgURL := pgtest.URL(t)
 	config, ledger := floorConfig(t, "two-on-prosody-pg", pgURL)

@@ -68,6 +68,7 @@ type propagationReading struct {
 // commit) may show the version before it; the propagation of each round is
 // when every read sent from then on showed the new one.
 func TestGatewaysSeeEachOthersWrites(t *testing.T) {
+	onePass(t)
 	need(t)
 	if testing.Short() {
 		t.Skip("skipped with -short")
@@ -84,6 +85,7 @@ func TestGatewaysSeeEachOthersWrites(t *testing.T) {
 // TestGatewaysSeeEachOthersWritesSQLite is TestGatewaysSeeEachOthersWrites
 // with the two gateways on one SQLite file, on one machine.
 func TestGatewaysSeeEachOthersWritesSQLite(t *testing.T) {
+	onePass(t)
 	need(t)
 	if testing.Short() {
 		t.Skip("skipped with -short")

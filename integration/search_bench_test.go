@@ -120,12 +120,8 @@ func benchGateway(b *testing.B, n int) (stop func()) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	const dbLine = `path = "agentgw.db"`
-	if !strings.Contains(string(body), dbLine) {
-		b.Fatalf("suite config has no %s", dbLine)
-	}
 	config := filepath.Join(suite.dir, fmt.Sprintf("bench-%d.toml", n))
-	if err := os.WriteFile(config, []byte(strings.Replace(string(body), dbLine, fmt.Sprintf("path = %q", dbFile), 1)), 0o600); err != nil {
+	if err := os.WriteFile(config, []byte(withStore(b, string(body), fmt.Sprintf("path = %q", dbFile))), 0o600); err != nil {
 		b.Fatal(err)
 	}
 

@@ -20,6 +20,7 @@ import (
 // is copied, and a gateway on the same configuration with database.url
 // instead answers bob with the same bytes.
 func TestStoreCopyToPostgres(t *testing.T) {
+	onePass(t)
 	need(t)
 	pgURL := pgtest.URL(t)
 	config, _ := multiEjabberdConfig(t, "store-copy-"+fmt.Sprint(time.Now().UnixNano()))

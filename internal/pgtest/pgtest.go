@@ -66,20 +66,40 @@ func URL(t testing.TB) string {
 		}
 		t.Skipf("no PostgreSQL: %s (set AGENTGW_REQUIRE_SERVERS=1 to fail instead)", why)
 	}
+	u, drop, err := Database()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := drop(); err != nil {
+			t.Log(err)
+		}
+	})
+	return u
+}
+
+// Database creates a new, empty database outside any one test (a suite's
+// TestMain) and returns its URL and the function that drops it. It fails
+// when there is no server, saying why.
+func Database() (string, func() error, error) {
+	if ok, why := Available(); !ok {
+		return "", nil, fmt.Errorf("no PostgreSQL: %s", why)
+	}
 	name := fmt.Sprintf("agentgw_test_%d_%d", os.Getpid(), serial.Add(1))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := adminExec(ctx, "CREATE DATABASE "+name+" TEMPLATE template0 ENCODING 'UTF8'"); err != nil {
-		t.Fatalf("pgtest: create database: %v", err)
+		return "", nil, fmt.Errorf("pgtest: create database: %w", err)
 	}
-	t.Cleanup(func() {
+	drop := func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if err := adminExec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
-			t.Logf("pgtest: drop database %s: %v", name, err)
+			return fmt.Errorf("pgtest: drop database %s: %w", name, err)
 		}
-	})
-	return withDatabase(admin, name)
+		return nil
+	}
+	return withDatabase(admin, name), drop, nil
 }
 
 // Stop stops the throwaway cluster, if one was started, and removes it.
