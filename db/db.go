@@ -280,20 +280,24 @@ func (s *Store) beginWrite(ctx context.Context) (*txn, error) {
 // writer connection; on PostgreSQL, one that first takes the store's write
 // lock (postgres.go), so that writers run one at a time as on SQLite.
 func (s *Store) beginWriteTx(ctx context.Context) (*txn, error) {
+	if s.pg {
+		conn, err := s.writer.Conn(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if err := pg.BeginLocked(ctx, conn); err != nil {
+			pg.Rollback(conn)
+			return nil, err
+		}
+		t := s.newTxn(nil, s.Now().UTC())
+		t.conn, t.write, t.ctx = conn, true, ctx
+		return t, nil
+	}
 	tx, err := s.writer.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
-	t := s.newTxn(tx, s.Now().UTC())
-	if s.pg {
-		t.write = true
-		t.ctx = ctx
-		if err := pg.LockWrites(ctx, tx); err != nil {
-			tx.Rollback()
-			return nil, err
-		}
-	}
-	return t, nil
+	return s.newTxn(tx, s.Now().UTC()), nil
 }
 
 // beginRead starts a deferred transaction on a reader connection, so that

@@ -41,14 +41,17 @@ var DirectoryQueries = map[string]string{
 	"desc-scope":  directoryDescScoped,
 }
 
+// WriteTx is a write transaction of a store, for tests of the write lock.
+type WriteTx struct{ t *txn }
+
 // BeginWrite starts a write transaction of s, for tests of the write lock.
-func BeginWrite(ctx context.Context, s *Store) (*sql.Tx, error) {
+func BeginWrite(ctx context.Context, s *Store) (WriteTx, error) {
 	t, err := s.beginWriteTx(ctx)
 	if err != nil {
-		return nil, err
+		return WriteTx{}, err
 	}
-	return t.tx, nil
+	return WriteTx{t}, nil
 }
 
 // Rollback aborts tx.
-func Rollback(tx *sql.Tx) { tx.Rollback() }
+func Rollback(tx WriteTx) { tx.t.rollback() }

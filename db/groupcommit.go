@@ -296,9 +296,15 @@ func (c *GroupCommitter) runBatch(ctx context.Context, batch []*commitOp) error 
 		}
 		return nil
 	}
-	for _, op := range batch {
-		if _, err := tx.exec(ctx, sqlSavepoint); err != nil {
-			return fmt.Errorf("%w: savepoint: %w", ErrBatchFailed, err)
+	// Each closure runs in a savepoint of its own. On PostgreSQL one
+	// round trip releases a closure's savepoint and makes the next one's
+	// (sqlReleaseNext), where a statement each would take two.
+	open := false
+	for i, op := range batch {
+		if !open {
+			if _, err := tx.exec(ctx, sqlSavepoint); err != nil {
+				return fmt.Errorf("%w: savepoint: %w", ErrBatchFailed, err)
+			}
 		}
 		tt := &TaskTx{ctx: ctx, tx: tx}
 		if op.err = runClosure(op.fn, tt); op.err != nil {
@@ -308,12 +314,17 @@ func (c *GroupCommitter) runBatch(ctx context.Context, batch []*commitOp) error 
 		} else {
 			op.hooks = tt.hooks
 		}
-		if _, err := tx.exec(ctx, sqlRelease); err != nil {
+		release := sqlRelease
+		if open = tx.pg && i < len(batch)-1; open {
+			release = sqlReleaseNext
+		}
+		if _, err := tx.exec(ctx, release); err != nil {
 			if !swallowedFailure(err) {
 				return fmt.Errorf("%w: release: %w", ErrBatchFailed, err)
 			}
-			// This closure's own failed statement: undo it alone.
-			op.err, op.hooks = errSwallowed(err), nil
+			// This closure's own failed statement: undo it alone. The
+			// next savepoint, if asked for, was not made.
+			op.err, op.hooks, open = errSwallowed(err), nil, false
 			if _, err := tx.exec(ctx, sqlRollback); err != nil {
 				return fmt.Errorf("%w: roll back a closure: %w", ErrBatchFailed, err)
 			}

@@ -57,5 +57,5 @@ func (t subTx) ResetIdentities(ctx context.Context) error {
 	if !t.t.pg {
 		return nil
 	}
-	return pg.ResetIdentities(ctx, t.t.tx)
+	return pg.ResetIdentities(ctx, t.t.pgq())
 }

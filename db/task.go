@@ -65,6 +65,9 @@ const (
 	sqlSavepoint = "SAVEPOINT task_op"
 	sqlRelease   = "RELEASE task_op"
 	sqlRollback  = "ROLLBACK TO task_op"
+	// sqlReleaseNext releases one closure's savepoint and makes the
+	// next's, in one message (PostgreSQL's simple protocol: no arguments).
+	sqlReleaseNext = sqlRelease + "; " + sqlSavepoint
 
 	sqlTaskByID = `SELECT id, caller, target, request_id, api_version, state, terminal, revision, next_wake, doc
 		FROM task WHERE id = ?`

@@ -19,7 +19,12 @@ import (
 // transactions: preparing on a pool while holding its only writer
 // connection would deadlock.
 type txn struct {
-	tx    *sql.Tx
+	tx *sql.Tx
+	// conn is set instead of tx on a PostgreSQL write transaction, which
+	// is begun by hand with its write lock in one round trip
+	// (pg.BeginLocked); done once it is committed or rolled back.
+	conn  *sql.Conn
+	done  bool
 	now   time.Time
 	stmts map[string]*sql.Stmt // by query text; closed with tx
 	// hot holds the reader pool's statements prepared at Open (reads
@@ -76,6 +81,14 @@ func (s *Store) hotRow(ctx context.Context, query string, args ...any) *sql.Row 
 	return s.hotReads[query].QueryRowContext(ctx, args...)
 }
 
+// pgq is what a PostgreSQL transaction runs its statements on.
+func (t *txn) pgq() pg.Querier {
+	if t.conn != nil {
+		return t.conn
+	}
+	return t.tx
+}
+
 // stmt returns query prepared for this transaction.
 func (t *txn) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 	if st, ok := t.stmts[query]; ok {
@@ -97,7 +110,7 @@ func (t *txn) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 // exec runs a statement that returns no rows.
 func (t *txn) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	if t.pg {
-		return t.tx.ExecContext(ctx, pgQuery(query), pgArgs(args)...)
+		return t.pgq().ExecContext(ctx, pgQuery(query), pgArgs(args)...)
 	}
 	st, err := t.stmt(ctx, query)
 	if err != nil {
@@ -109,7 +122,7 @@ func (t *txn) exec(ctx context.Context, query string, args ...any) (sql.Result, 
 // query runs a statement that returns rows.
 func (t *txn) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	if t.pg {
-		return t.tx.QueryContext(ctx, pgQuery(query), pgArgs(args)...)
+		return t.pgq().QueryContext(ctx, pgQuery(query), pgArgs(args)...)
 	}
 	st, err := t.stmt(ctx, query)
 	if err != nil {
@@ -121,7 +134,7 @@ func (t *txn) query(ctx context.Context, query string, args ...any) (*sql.Rows, 
 // queryRow runs a statement that returns at most one row.
 func (t *txn) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
 	if t.pg {
-		return t.tx.QueryRowContext(ctx, pgQuery(query), pgArgs(args)...)
+		return t.pgq().QueryRowContext(ctx, pgQuery(query), pgArgs(args)...)
 	}
 	st, err := t.stmt(ctx, query)
 	if err != nil {
@@ -135,11 +148,20 @@ func (t *txn) queryRow(ctx context.Context, query string, args ...any) *sql.Row 
 // commit commits the transaction, closing its statements.
 func (t *txn) commit() error {
 	if t.pg && t.write {
-		if err := pg.BeforeCommit(t.ctx, t.tx); err != nil {
+		if err := pg.BeforeCommit(t.ctx, t.pgq()); err != nil {
 			return err
 		}
 	}
-	if err := t.tx.Commit(); err != nil {
+	if t.conn != nil {
+		if t.done {
+			return sql.ErrTxDone
+		}
+		if err := pg.Commit(t.ctx, t.conn); err != nil {
+			return err
+		}
+		t.done = true
+		t.conn.Close()
+	} else if err := t.tx.Commit(); err != nil {
 		return err
 	}
 	if t.committed != nil {
@@ -151,5 +173,12 @@ func (t *txn) commit() error {
 // rollback aborts the transaction unless it was committed. Every method
 // defers it, so its error (sql.ErrTxDone after a commit) is of no interest.
 func (t *txn) rollback() {
-	t.tx.Rollback()
+	if t.conn == nil {
+		t.tx.Rollback()
+		return
+	}
+	if !t.done {
+		t.done = true
+		pg.Rollback(t.conn)
+	}
 }

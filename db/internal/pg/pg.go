@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"agentgw/db/internal/searchtext"
 
@@ -132,6 +133,50 @@ func LockWrites(ctx context.Context, tx *sql.Tx) error {
 	return err
 }
 
+// Querier runs a transaction's statements: a *sql.Tx, or the *sql.Conn of
+// a transaction begun with BeginLocked.
+type Querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// beginLocked begins a transaction and takes the write lock in it. With
+// no arguments pgx sends it with the simple protocol, as one message.
+var beginLocked = fmt.Sprintf("BEGIN; SELECT pg_advisory_xact_lock(%d)", int64(writeLock))
+
+// BeginLocked begins a write transaction on conn, which must be outside
+// one, and takes the store's write lock in it: one round trip, where
+// sql.DB.BeginTx and LockWrites take two. End it with Commit or Rollback.
+func BeginLocked(ctx context.Context, conn *sql.Conn) error {
+	_, err := conn.ExecContext(ctx, beginLocked)
+	return err
+}
+
+// Commit commits the transaction begun on conn by BeginLocked. Every
+// write transaction runs BeforeCommit first, whose statement fails in a
+// transaction that a failed statement aborted (25P02), so COMMIT never
+// meets one (it would roll it back and answer as if it had succeeded).
+func Commit(ctx context.Context, conn *sql.Conn) error {
+	_, err := conn.ExecContext(ctx, "COMMIT")
+	return err
+}
+
+// rollbackWait bounds Rollback's ROLLBACK, which runs after the caller's
+// context may have ended.
+const rollbackWait = 5 * time.Second
+
+// Rollback ends the transaction begun on conn by BeginLocked, if it is
+// still open, and returns conn to its pool. A connection left inside a
+// transaction (the ROLLBACK failed) is dropped by the pool, not reused:
+// pgx's ResetSession refuses it.
+func Rollback(conn *sql.Conn) {
+	ctx, cancel := context.WithTimeout(context.Background(), rollbackWait)
+	defer cancel()
+	conn.ExecContext(ctx, "ROLLBACK")
+	conn.Close()
+}
+
 // Generation reads store_generation, the store's DataVersion.
 func Generation(ctx context.Context, reader *sql.DB) (int64, error) {
 	var v int64
@@ -141,18 +186,12 @@ func Generation(ctx context.Context, reader *sql.DB) (int64, error) {
 	return v, nil
 }
 
-// BeforeCommit runs at the end of every write transaction: it redoes the
-// search rows of the endpoints the transaction changed and moves the
-// store's generation on.
-func BeforeCommit(ctx context.Context, tx *sql.Tx) error {
-	if err := syncSearch(ctx, tx); err != nil {
-		return fmt.Errorf("search index: %w", err)
-	}
-	// Only a transaction that wrote moves it on, as PRAGMA data_version
-	// only moves with a commit that changed the file.
-	if _, err := tx.ExecContext(ctx, `UPDATE store_generation SET n = n + 1
-		WHERE id = 1 AND pg_current_xact_id_if_assigned() IS NOT NULL`); err != nil {
-		return fmt.Errorf("store generation: %w", err)
+// BeforeCommit runs at the end of every write transaction: it moves the
+// store's generation on and redoes the search rows of the endpoints the
+// transaction changed.
+func BeforeCommit(ctx context.Context, q Querier) error {
+	if err := syncSearch(ctx, q); err != nil {
+		return fmt.Errorf("search index, store generation: %w", err)
 	}
 	return nil
 }
@@ -160,9 +199,19 @@ func BeforeCommit(ctx context.Context, tx *sql.Tx) error {
 // syncSearch finishes for every endpoint in search_pending what SQLite's
 // search_index_* triggers do: each one that is active and not indexed (the
 // triggers have unindexed the old row) is indexed from its active version.
-// It costs the same few statements for one endpoint or an import of many.
-func syncSearch(ctx context.Context, tx *sql.Tx) error {
-	rows, err := tx.QueryContext(ctx, `WITH pending AS (DELETE FROM search_pending RETURNING jid)
+// It costs the same few statements for one endpoint or an import of many,
+// and one when the transaction changed no endpoint.
+//
+// That one statement also moves the store's generation on, if the
+// transaction wrote: only then, as PRAGMA data_version only moves with a
+// commit that changed the file. Whether it wrote does not depend on the
+// order of the two: a pending row, whose deletion would make it a writer,
+// is one this transaction wrote (every write transaction empties the
+// table before it commits).
+func syncSearch(ctx context.Context, q Querier) error {
+	rows, err := q.QueryContext(ctx, `WITH pending AS (DELETE FROM search_pending RETURNING jid),
+		generation AS (UPDATE store_generation SET n = n + 1
+			WHERE id = 1 AND pg_current_xact_id_if_assigned() IS NOT NULL)
 		SELECT a.jid, m.name, m.title, a.display_name
 		FROM pending AS p
 		JOIN active_endpoint AS a ON a.jid = p.jid
@@ -192,11 +241,11 @@ func syncSearch(ctx context.Context, tx *sql.Tx) error {
 	if len(jids) == 0 {
 		return nil
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO search_text (jid, folded, display_name)
+	if _, err := q.ExecContext(ctx, `INSERT INTO search_text (jid, folded, display_name)
 		SELECT * FROM unnest($1::text[], $2::text[], $3::text[])`, jids, folded, names); err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO search_gram (gram, jid)
+	if _, err := q.ExecContext(ctx, `INSERT INTO search_gram (gram, jid)
 		SELECT * FROM unnest($1::text[], $2::text[])`, grams, gramJIDs); err != nil {
 		return err
 	}
@@ -205,7 +254,7 @@ func syncSearch(ctx context.Context, tx *sql.Tx) error {
 	for g, n := range counts {
 		distinct, ns = append(distinct, g), append(ns, n)
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO search_gram_count AS c (gram, n)
+	_, err = q.ExecContext(ctx, `INSERT INTO search_gram_count AS c (gram, n)
 		SELECT * FROM unnest($1::text[], $2::bigint[])
 		ON CONFLICT (gram) DO UPDATE SET n = c.n + excluded.n`, distinct, ns)
 	return err
@@ -214,7 +263,7 @@ func syncSearch(ctx context.Context, tx *sql.Tx) error {
 // ResetIdentities moves every identity column's sequence past the rows
 // tx wrote with explicit values (db/storecopy), so that the next insert
 // does not collide with them.
-func ResetIdentities(ctx context.Context, tx *sql.Tx) error {
+func ResetIdentities(ctx context.Context, tx Querier) error {
 	rows, err := tx.QueryContext(ctx, `SELECT table_name, column_name FROM information_schema.columns
 		WHERE table_schema = current_schema() AND is_identity = 'YES'`)
 	if err != nil {
