@@ -13,8 +13,9 @@ import (
 // postgresql:// URL instead of a path; everything above this package uses
 // the same Store and methods on either engine. The queries are SQLite's,
 // rewritten by db/internal/pg; one transaction-scoped advisory lock
-// (pg.LockWrites) runs the writes of every process one at a time, as one
-// SQLite file's writer does; commits are durable (synchronous_commit=on).
+// (pg.BeginLocked; pg.LockWrites for migrations) runs the writes of every
+// process one at a time, as one SQLite file's writer does; commits are
+// durable (synchronous_commit=on).
 // What differs from SQLite, and why: docs/store.md, "PostgreSQL".
 
 // Tunables of the PostgreSQL pools.
