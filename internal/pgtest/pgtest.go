@@ -288,6 +288,25 @@ func Restart(t testing.TB, pause time.Duration) {
 	}
 }
 
+// Freeze stops the throwaway cluster's postmaster (SIGSTOP) until t ends,
+// as a hung server or a half-open path looks from outside: the kernel
+// still accepts connections into the listen queue, and nothing answers
+// them. Connections opened before go on, served by their own backends. It
+// fails t when the server is not one pgtest started.
+func Freeze(t testing.TB) {
+	t.Helper()
+	mu.Lock()
+	defer mu.Unlock()
+	if cluster == nil {
+		t.Fatalf("pgtest: no throwaway cluster to freeze (%s names a server of its own)", EnvURL)
+	}
+	p := cluster.cmd.Process
+	if err := p.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatalf("pgtest: freeze: %v", err)
+	}
+	t.Cleanup(func() { p.Signal(syscall.SIGCONT) })
+}
+
 // stop shuts the cluster down at once and removes it.
 func (c *throwaway) stop() {
 	c.halt()

@@ -78,6 +78,12 @@ func OpenError(rawURL string, err error) error {
 	return fmt.Errorf("db: open %s: %s", Redact(rawURL), msg)
 }
 
+// ConnectTimeout bounds one attempt to connect, from the dial to the end
+// of the startup exchange, when the URL gives no connect_timeout: without
+// it, a server that accepts but never answers (stopped, or a half-open
+// path) would hold a gateway at start, or a request, for good.
+const ConnectTimeout = 10 * time.Second
+
 // Pools opens the writer and reader pools of the database at rawURL (no
 // connection yet): every connection commits durably (an acknowledged
 // write must survive a crash of the server) and waits lockTimeoutMillis
@@ -88,6 +94,9 @@ func Pools(rawURL, lockTimeoutMillis string, writerConns, readerConns int) (writ
 	cfg, err := pgx.ParseConfig(rawURL)
 	if err != nil {
 		return nil, nil, nil, errors.New("invalid URL")
+	}
+	if cfg.ConnectTimeout == 0 {
+		cfg.ConnectTimeout = ConnectTimeout
 	}
 	cfg.RuntimeParams["synchronous_commit"] = "on"
 	cfg.RuntimeParams["application_name"] = "agentgw"
