@@ -59,6 +59,7 @@ const (
 	sqlClaimFrom     = `UPDATE task_lease SET holder = ?, lease_until = ? WHERE task_id = ? AND holder = ?`
 	sqlHeldBy        = `SELECT task_id FROM task_lease WHERE holder = ? LIMIT ?`
 	sqlReleaseLeases = `UPDATE task_lease SET lease_until = 0 WHERE holder = ?`
+	sqlReleaseLease  = `UPDATE task_lease SET lease_until = 0 WHERE task_id = ? AND holder = ?`
 	sqlHolders       = `SELECT DISTINCT holder FROM task_lease WHERE lease_until >= ?`
 	sqlSignals       = `SELECT s.task_id, s.revision, s.kind, s.payload
 		FROM task_signal AS s JOIN task_lease AS l ON l.task_id = s.task_id
@@ -240,6 +241,25 @@ func (s *Store) ReleaseLeases(ctx context.Context, holder string) error {
 	}
 	if err := tx.commit(); err != nil {
 		return fmt.Errorf("db: release leases: %w", err)
+	}
+	return nil
+}
+
+// ReleaseLease lets the leases of ids that holder holds lapse at once, for
+// any gateway to claim.
+func (s *Store) ReleaseLease(ctx context.Context, holder string, ids []string) error {
+	tx, err := s.beginWrite(ctx)
+	if err != nil {
+		return fmt.Errorf("db: release lease: %w", err)
+	}
+	defer tx.rollback()
+	for _, id := range ids {
+		if _, err := tx.exec(ctx, sqlReleaseLease, id, holder); err != nil {
+			return fmt.Errorf("db: release lease: %w", err)
+		}
+	}
+	if err := tx.commit(); err != nil {
+		return fmt.Errorf("db: release lease: %w", err)
 	}
 	return nil
 }

@@ -172,9 +172,52 @@ func (s *Service) renew() {
 	}
 	// Only tasks live before the renewal: one admitted since may not be
 	// in the list.
+	live := make(map[string]bool, len(before))
 	for _, id := range before {
+		live[id] = true
 		if !have[id] {
 			s.drop(id)
+		}
+	}
+	s.letStraysGo(ctx, held, live)
+}
+
+// letStraysGo lets the lease lapse at once of each task held here that was
+// not live at this renewal nor at the one before: one whose admission
+// committed while its caller was told it had failed (the connection was
+// lost during COMMIT, or the batch ran out of time), so that it was never
+// made live here. Renewed with the rest, it would wait for ever; let go,
+// it is claimed at once (takeOver, after the renewal) and recovered as a
+// dead gateway's task is. Two renewals in a row pass over an admission
+// between its commit and its hook, which makes it live.
+func (s *Service) letStraysGo(ctx context.Context, held []string, live map[string]bool) {
+	prev := s.strays
+	s.strays = nil
+	var gone []string
+	for _, id := range held {
+		if live[id] {
+			continue
+		}
+		if prev[id] {
+			gone = append(gone, id)
+			continue
+		}
+		if s.strays == nil {
+			s.strays = map[string]bool{}
+		}
+		s.strays[id] = true
+	}
+	if len(gone) == 0 {
+		return
+	}
+	s.log.Warn("taskd: tasks held here but never made live (a commit whose outcome was lost): letting their leases lapse, to be recovered", "tasks", len(gone))
+	if err := s.store.ReleaseLease(ctx, s.id, gone); err != nil && s.ctx.Err() == nil {
+		s.log.Warn("taskd: leases not released", "err", err)
+		if s.strays == nil {
+			s.strays = map[string]bool{}
+		}
+		for _, id := range gone {
+			s.strays[id] = true
 		}
 	}
 }

@@ -326,3 +326,55 @@ func TestLeaseReleasedOnClose(t *testing.T) {
 		t.Errorf("B started %s (resumed %v)", y.call.Handle, y.resumed)
 	}
 }
+
+// TestLeaseStrayRecovered: a task held here that was never made live (its
+// admission committed while its caller was told the commit had failed: the
+// connection lost during COMMIT) is not renewed for ever with the rest: it
+// is let go and recovered. The stray is made as the store would leave it,
+// by moving a task's lease to gateway A, which never made it live.
+func TestLeaseStrayRecovered(t *testing.T) {
+	rt := newScripted(true)
+	e := newEnv(t, withRuntime(rt), withLease(20*time.Millisecond))
+	// A task live at A, so that A renews its leases at all.
+	live := e.invoke("req-lease-stray-live-0123456", "ask", `{"question":"?"}`)
+	rt.next(t)
+	e.next(live.TaskID, 1, task.EventStatus)
+
+	b := e.newPeer(true, time.Hour)
+	adm, err := b.svc.Invoke(context.Background(), surface.Request{Policy: e.pol, From: jid.MustParse(alice), To: jid.MustParse(demo),
+		Payload: e.invokeEl("req-lease-stray-0123456789ab", "ask", `{"question":"?"}`, time.Time{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	adm.Dispatch()
+	x := b.rt.next(t)
+	id := adm.Accepted.TaskID
+
+	store, err := db.Open(context.Background(), e.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	gc, err := store.NewGroupCommitter(context.Background(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gc.Close()
+	if err := gc.Do(context.Background(), func(tx *db.TaskTx) error {
+		return tx.Hold(id, e.svc.Instance(), e.clock.Now().Add(taskd.DefaultLeaseLapse))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// A lets it go within two renewals, claims it and resumes it.
+	y := rt.next(t)
+	if !y.resumed || y.call.Handle != task.Handle(id) {
+		t.Fatalf("A started %+v (resumed %v), want %s resumed", y.call, y.resumed, id)
+	}
+	if n := e.svc.Active(); n != 2 {
+		t.Errorf("A has %d tasks, want 2", n)
+	}
+	// B's execution can change nothing.
+	if err := x.rep.Fail(runtime.Failure{Code: "com.example:late", Message: "B."}); !errors.Is(err, runtime.ErrSettled) {
+		t.Errorf("B's report after A recovered the task: %v", err)
+	}
+}

@@ -172,6 +172,9 @@ type Service struct {
 
 	// diskFull is set while the database's disk is full (retry.go).
 	diskFull atomic.Bool
+	// strays are the tasks the last renewal found held here but not live
+	// (lease.go, renew); only the lease loop touches it.
+	strays map[string]bool
 
 	kick  chan struct{}
 	notes *notes
