@@ -426,82 +426,7 @@ func twoGatewaysKill(t *testing.T, name, pgURL string, admissions int) {
 	if where == "" {
 		where = filepath.Join(filepath.Dir(config), "agentgw.db")
 	}
-	store, err := db.Open(ctx, where)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	byID := map[string]*multiRequest{}
-	for _, r := range reqs {
-		byID[r.taskID] = r
-	}
-	for {
-		live, err := store.LiveTasks(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := 0
-		for _, rec := range live {
-			if byID[rec.ID] != nil {
-				n++
-			}
-		}
-		if n == 0 {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("%d tasks never settled\nB:\n%s", n, tail(b.logText(), 40))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	settled := time.Now()
-	states := map[string]int{}
-	for id := range byID {
-		rec, err := store.Task(ctx, id)
-		if err != nil {
-			t.Errorf("task %s: %v", id, err)
-			continue
-		}
-		states[rec.State]++
-		evs, err := store.TaskEvents(ctx, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i, ev := range evs {
-			if ev.Revision != int64(i+1) {
-				t.Errorf("task %s: event %d has revision %d: a gap", id, i+1, ev.Revision)
-				break
-			}
-		}
-	}
-
-	raw, err := os.ReadFile(ledger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := map[string][]string{}
-	for _, l := range strings.Split(string(raw), "\n") {
-		f := strings.Fields(l)
-		if len(f) == 2 && strings.HasPrefix(f[1], "multi-"+run+"-") {
-			lines[f[1]] = append(lines[f[1]], f[0])
-		}
-	}
-	executed := 0
-	for _, r := range reqs {
-		hs := lines[r.key]
-		executed += len(hs)
-		if len(hs) > 1 {
-			t.Errorf("task %s (%s) executed %d times", r.taskID, r.key, len(hs))
-		}
-		for _, h := range hs {
-			if h != task.Handle(r.taskID) {
-				t.Errorf("ledger line of %s has handle %s, not %s", r.key, h, task.Handle(r.taskID))
-			}
-		}
-		if rec, err := store.Task(ctx, r.taskID); err == nil && rec.State == string(task.StateCompleted) && len(hs) != 1 {
-			t.Errorf("completed task %s has %d ledger lines", r.taskID, len(hs))
-		}
-	}
+	states, executed, settled := settleAll(ctx, t, where, reqs, ledger, "multi-"+run+"-", b.logText)
 	takeovers := regexp.MustCompile(`taking over tasks of a gateway.*tasks=(\d+)`).FindAllStringSubmatch(b.logText(), -1)
 	taken := 0
 	for _, m := range takeovers {
@@ -529,6 +454,91 @@ func twoGatewaysKill(t *testing.T, name, pgURL string, admissions int) {
 	t.Logf("%s: A killed after %d acceptances; %d accepted in %v (%d answers lost to the kill, %d bounced); B took over %d tasks; all settled %v after the kill; states %v; %d side effects, none twice; total %v",
 		engine, killedAt, accepted.Load(), admitted.Sub(start).Round(time.Millisecond), lost.Load(), bounced.Load(), taken,
 		settled.Sub(killed).Round(time.Millisecond), states, executed, time.Since(start).Round(time.Millisecond))
+}
+
+// settleAll waits until every task of reqs in the store at where (a SQLite
+// path or a PostgreSQL URL) has settled, then checks each one's events for
+// gaps and its side effects in the ledger, whose keys begin with prefix:
+// at most one, with the task's handle, and exactly one if it completed. It
+// returns the tasks by state, the side effects and when all had settled;
+// log is shown if they never do.
+func settleAll(ctx context.Context, t *testing.T, where string, reqs []*multiRequest, ledger, prefix string, log func() string) (states map[string]int, executed int, settled time.Time) {
+	t.Helper()
+	store, err := db.Open(ctx, where)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	byID := map[string]*multiRequest{}
+	for _, r := range reqs {
+		byID[r.taskID] = r
+	}
+	for {
+		live, err := store.LiveTasks(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, rec := range live {
+			if byID[rec.ID] != nil {
+				n++
+			}
+		}
+		if n == 0 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("%d tasks never settled\n%s", n, tail(log(), 40))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	settled = time.Now()
+	states = map[string]int{}
+	for id := range byID {
+		rec, err := store.Task(ctx, id)
+		if err != nil {
+			t.Errorf("task %s: %v", id, err)
+			continue
+		}
+		states[rec.State]++
+		evs, err := store.TaskEvents(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, ev := range evs {
+			if ev.Revision != int64(i+1) {
+				t.Errorf("task %s: event %d has revision %d: a gap", id, i+1, ev.Revision)
+				break
+			}
+		}
+	}
+	raw, err := os.ReadFile(ledger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := map[string][]string{}
+	for _, l := range strings.Split(string(raw), "\n") {
+		f := strings.Fields(l)
+		if len(f) == 2 && strings.HasPrefix(f[1], prefix) {
+			lines[f[1]] = append(lines[f[1]], f[0])
+		}
+	}
+	for _, r := range reqs {
+		hs := lines[r.key]
+		executed += len(hs)
+		if len(hs) > 1 {
+			t.Errorf("task %s (%s) executed %d times", r.taskID, r.key, len(hs))
+		}
+		for _, h := range hs {
+			if h != task.Handle(r.taskID) {
+				t.Errorf("ledger line of %s has handle %s, not %s", r.key, h, task.Handle(r.taskID))
+			}
+		}
+		if rec, err := store.Task(ctx, r.taskID); err == nil && rec.State == string(task.StateCompleted) && len(hs) != 1 {
+			t.Errorf("completed task %s has %d ledger lines", r.taskID, len(hs))
+		}
+	}
+	return states, executed, settled
 }
 
 // activeVersionIn reads the active version and hash of an endpoint with

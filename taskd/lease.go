@@ -185,7 +185,7 @@ func (s *Service) renew() {
 // letStraysGo lets the lease lapse at once of each task held here that was
 // not live at this renewal nor at the one before: one whose admission
 // committed while its caller was told it had failed (the connection was
-// lost during COMMIT, or the batch ran out of time), so that it was never
+// lost during COMMIT), so that it was never
 // made live here. Renewed with the rest, it would wait for ever; let go,
 // it is claimed at once (takeOver, after the renewal) and recovered as a
 // dead gateway's task is. Two renewals in a row pass over an admission

@@ -23,6 +23,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -305,6 +306,61 @@ func Freeze(t testing.TB) {
 		t.Fatalf("pgtest: freeze: %v", err)
 	}
 	t.Cleanup(func() { p.Signal(syscall.SIGCONT) })
+}
+
+// Hang stops every process of the throwaway cluster (SIGSTOP: the
+// postmaster and each backend) for pause, then lets them go on, as a
+// server that hangs (starved, swapped out, a stalled disk) looks from
+// outside: connections stay open and nothing is answered. It fails t when
+// the server is not one pgtest started.
+func Hang(t testing.TB, pause time.Duration) {
+	t.Helper()
+	mu.Lock()
+	defer mu.Unlock()
+	if cluster == nil {
+		t.Fatalf("pgtest: no throwaway cluster to hang (%s names a server of its own)", EnvURL)
+	}
+	root := cluster.cmd.Process.Pid
+	stopped := []int{root}
+	if err := syscall.Kill(root, syscall.SIGSTOP); err != nil {
+		t.Fatalf("pgtest: hang: %v", err)
+	}
+	// The backends, stopped after the postmaster so that it forks no more.
+	for _, pid := range children(root) {
+		if syscall.Kill(pid, syscall.SIGSTOP) == nil {
+			stopped = append(stopped, pid)
+		}
+	}
+	time.Sleep(pause)
+	for _, pid := range stopped {
+		syscall.Kill(pid, syscall.SIGCONT)
+	}
+}
+
+// children returns the pids of the processes whose parent is pid.
+func children(pid int) []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces and parentheses.
+		i := strings.LastIndexByte(string(stat), ')')
+		if i < 0 {
+			continue
+		}
+		fields := strings.Fields(string(stat[i+1:]))
+		if len(fields) > 1 && fields[1] == strconv.Itoa(pid) {
+			out = append(out, child)
+		}
+	}
+	return out
 }
 
 // stop shuts the cluster down at once and removes it.
