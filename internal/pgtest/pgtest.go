@@ -271,20 +271,30 @@ func (c *throwaway) halt() {
 	}
 }
 
+// own locks mu and returns the throwaway cluster, for a test to do to it
+// what its caller does; the caller unlocks mu. It fails t, unlocked, when
+// the server is not one pgtest started (AGENTGW_TEST_POSTGRES).
+func own(t testing.TB, what string) *throwaway {
+	t.Helper()
+	mu.Lock()
+	if cluster == nil {
+		mu.Unlock()
+		t.Fatalf("pgtest: no throwaway cluster to %s (%s names a server of its own)", what, EnvURL)
+	}
+	return cluster
+}
+
 // Restart stops the throwaway cluster as a crash would (immediate
 // shutdown, no checkpoint), waits pause, and starts it again on the same
 // data and port, where it recovers from its log. It fails t when the
 // server is not one pgtest started (AGENTGW_TEST_POSTGRES).
 func Restart(t testing.TB, pause time.Duration) {
 	t.Helper()
-	mu.Lock()
+	c := own(t, "restart")
 	defer mu.Unlock()
-	if cluster == nil {
-		t.Fatalf("pgtest: no throwaway cluster to restart (%s names a server of its own)", EnvURL)
-	}
-	cluster.halt()
+	c.halt()
 	time.Sleep(pause)
-	if err := cluster.launch(); err != nil {
+	if err := c.launch(); err != nil {
 		t.Fatalf("pgtest: restart: %v", err)
 	}
 }
@@ -296,12 +306,9 @@ func Restart(t testing.TB, pause time.Duration) {
 // fails t when the server is not one pgtest started.
 func Freeze(t testing.TB) {
 	t.Helper()
-	mu.Lock()
+	c := own(t, "freeze")
 	defer mu.Unlock()
-	if cluster == nil {
-		t.Fatalf("pgtest: no throwaway cluster to freeze (%s names a server of its own)", EnvURL)
-	}
-	p := cluster.cmd.Process
+	p := c.cmd.Process
 	if err := p.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatalf("pgtest: freeze: %v", err)
 	}
@@ -315,12 +322,9 @@ func Freeze(t testing.TB) {
 // the server is not one pgtest started.
 func Hang(t testing.TB, pause time.Duration) {
 	t.Helper()
-	mu.Lock()
+	c := own(t, "hang")
 	defer mu.Unlock()
-	if cluster == nil {
-		t.Fatalf("pgtest: no throwaway cluster to hang (%s names a server of its own)", EnvURL)
-	}
-	root := cluster.cmd.Process.Pid
+	root := c.cmd.Process.Pid
 	stopped := []int{root}
 	if err := syscall.Kill(root, syscall.SIGSTOP); err != nil {
 		t.Fatalf("pgtest: hang: %v", err)
