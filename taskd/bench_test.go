@@ -7,6 +7,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -181,6 +182,9 @@ func benchAdmission(b *testing.B, mode string, callers int) {
 	var (
 		next    atomic.Int64
 		elapsed time.Duration
+		// took holds each admission's time, for its p50 and p99.
+		tookMu sync.Mutex
+		took   = make([]time.Duration, 0, b.N)
 	)
 	b.ResetTimer()
 	for r := 1; r <= rounds; r++ {
@@ -196,16 +200,24 @@ func benchAdmission(b *testing.B, mode string, callers int) {
 			go func() {
 				defer wg.Done()
 				from := jid.MustParse(fmt.Sprintf("caller%d@example.org/bench", c))
+				var mine []time.Duration
+				defer func() {
+					tookMu.Lock()
+					took = append(took, mine...)
+					tookMu.Unlock()
+				}()
 				for {
 					i := next.Add(1)
 					if i > limit {
 						next.Add(-1)
 						return
 					}
+					t0 := time.Now()
 					if err := invoke(from, i); err != nil {
 						errs <- err
 						return
 					}
+					mine = append(mine, time.Since(t0))
 				}
 			}()
 		}
@@ -219,6 +231,11 @@ func benchAdmission(b *testing.B, mode string, callers int) {
 	b.StopTimer()
 	rate := float64(b.N) / elapsed.Seconds()
 	b.ReportMetric(rate, "admissions/s")
+	if len(took) > 0 {
+		slices.Sort(took)
+		b.ReportMetric(float64(took[len(took)/2])/1e6, "p50-ms")
+		b.ReportMetric(float64(took[len(took)*99/100])/1e6, "p99-ms")
+	}
 	b.ReportMetric(raw.rate(), "raw-commits/s")
 	b.ReportMetric(rate/raw.rate(), "x-raw")
 	if b1, c1 := svc.CommitStats(); b1 > b0 {
