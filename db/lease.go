@@ -228,38 +228,28 @@ func (t *TaskTx) claimed(claims []Claim) ([]Claim, error) {
 	return claims, nil
 }
 
-// ReleaseLeases lets every lease of holder lapse at once: a gateway that
-// stops leaves its tasks to the next one to claim, without the wait.
-func (s *Store) ReleaseLeases(ctx context.Context, holder string) error {
+// ReleaseLeases lets leases of holder lapse at once, for any gateway to
+// claim without the wait: those of ids, or every one with no ids (a
+// gateway that stops leaves its tasks to the next one).
+func (s *Store) ReleaseLeases(ctx context.Context, holder string, ids ...string) error {
 	tx, err := s.beginWrite(ctx)
 	if err != nil {
 		return fmt.Errorf("db: release leases: %w", err)
 	}
 	defer tx.rollback()
-	if _, err := tx.exec(ctx, sqlReleaseLeases, holder); err != nil {
-		return fmt.Errorf("db: release leases: %w", err)
+	if len(ids) == 0 {
+		_, err = tx.exec(ctx, sqlReleaseLeases, holder)
 	}
-	if err := tx.commit(); err != nil {
-		return fmt.Errorf("db: release leases: %w", err)
-	}
-	return nil
-}
-
-// ReleaseLease lets the leases of ids that holder holds lapse at once, for
-// any gateway to claim.
-func (s *Store) ReleaseLease(ctx context.Context, holder string, ids []string) error {
-	tx, err := s.beginWrite(ctx)
-	if err != nil {
-		return fmt.Errorf("db: release lease: %w", err)
-	}
-	defer tx.rollback()
 	for _, id := range ids {
-		if _, err := tx.exec(ctx, sqlReleaseLease, id, holder); err != nil {
-			return fmt.Errorf("db: release lease: %w", err)
+		if _, err = tx.exec(ctx, sqlReleaseLease, id, holder); err != nil {
+			break
 		}
 	}
+	if err != nil {
+		return fmt.Errorf("db: release leases: %w", err)
+	}
 	if err := tx.commit(); err != nil {
-		return fmt.Errorf("db: release lease: %w", err)
+		return fmt.Errorf("db: release leases: %w", err)
 	}
 	return nil
 }

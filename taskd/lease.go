@@ -135,13 +135,13 @@ func (s *Service) leaseLoop() {
 // holds.
 func (s *Service) renew() {
 	s.mu.Lock()
-	before := make([]string, 0, len(s.live))
+	live := make(map[string]bool, len(s.live))
 	for id := range s.live {
-		before = append(before, id)
+		live[id] = true
 	}
 	admitting := s.reserved > 0
 	s.mu.Unlock()
-	if len(before) == 0 && !admitting {
+	if len(live) == 0 && !admitting {
 		// Nothing held: no write. A task admitted from now on has a
 		// lease of LeaseLapse, which the next tick renews in time.
 		return
@@ -172,9 +172,7 @@ func (s *Service) renew() {
 	}
 	// Only tasks live before the renewal: one admitted since may not be
 	// in the list.
-	live := make(map[string]bool, len(before))
-	for _, id := range before {
-		live[id] = true
+	for id := range live {
 		if !have[id] {
 			s.drop(id)
 		}
@@ -185,39 +183,34 @@ func (s *Service) renew() {
 // letStraysGo lets the lease lapse at once of each task held here that was
 // not live at this renewal nor at the one before: one whose admission
 // committed while its caller was told it had failed (the connection was
-// lost during COMMIT), so that it was never
-// made live here. Renewed with the rest, it would wait for ever; let go,
+// lost during COMMIT), so that it was never made live here. Renewed with the rest, it would wait for ever; let go,
 // it is claimed at once (takeOver, after the renewal) and recovered as a
 // dead gateway's task is. Two renewals in a row pass over an admission
 // between its commit and its hook, which makes it live.
 func (s *Service) letStraysGo(ctx context.Context, held []string, live map[string]bool) {
-	prev := s.strays
-	s.strays = nil
+	prev, next := s.strays, map[string]bool{}
+	s.strays = next
 	var gone []string
 	for _, id := range held {
-		if live[id] {
-			continue
-		}
-		if prev[id] {
+		switch {
+		case live[id]:
+		case prev[id]:
 			gone = append(gone, id)
-			continue
+		default:
+			next[id] = true
 		}
-		if s.strays == nil {
-			s.strays = map[string]bool{}
-		}
-		s.strays[id] = true
 	}
 	if len(gone) == 0 {
 		return
 	}
 	s.log.Warn("taskd: tasks held here but never made live (a commit whose outcome was lost): letting their leases lapse, to be recovered", "tasks", len(gone))
-	if err := s.store.ReleaseLease(ctx, s.id, gone); err != nil && s.ctx.Err() == nil {
-		s.log.Warn("taskd: leases not released", "err", err)
-		if s.strays == nil {
-			s.strays = map[string]bool{}
+	if err := s.store.ReleaseLeases(ctx, s.id, gone...); err != nil {
+		if s.ctx.Err() == nil {
+			s.log.Warn("taskd: leases not released", "err", err)
 		}
+		// Tried again at the next renewal.
 		for _, id := range gone {
-			s.strays[id] = true
+			next[id] = true
 		}
 	}
 }
